@@ -1,0 +1,172 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+	// copyChunk bounds how long Copy runs between context checks.
+	copyChunk = 64 << 20
+	// mkdirAttempts bounds retries when a concurrent Delete removes the
+	// parent directory between its creation and the temporary file's.
+	mkdirAttempts = 5
+)
+
+// Put implements objstore.Store: the body goes to a temporary file next to
+// the target, is fsynced, and is renamed over the target.
+func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objstore.PutOptions) (objstore.ObjectInfo, error) {
+	return s.write(ctx, "put", key, func(f *os.File) error {
+		n, err := io.Copy(f, ctxReader{ctx: ctx, r: body})
+		if err != nil {
+			return err
+		}
+		if opts.Size >= 0 && n != opts.Size {
+			return fmt.Errorf("body has %d bytes, PutOptions.Size says %d", n, opts.Size)
+		}
+		return nil
+	})
+}
+
+// Copy implements objstore.Store.
+func (s *Store) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return objstore.ObjectInfo{}, mapErr("copy", src, err)
+	}
+	in, info, err := s.open("copy", src)
+	if err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	defer in.Close()
+	return s.write(ctx, "copy", dst, func(f *os.File) error {
+		// io.CopyN between files uses copy_file_range.
+		for left := info.Size; left > 0; left -= copyChunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := io.CopyN(f, in, min(left, copyChunk)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ctxReader fails once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// write creates key's new content with fill and moves it into place.
+func (s *Store) write(ctx context.Context, op, key string, fill func(*os.File) error) (objstore.ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	}
+	rel, err := keyToPath(key)
+	if err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	f, tmp, err := s.createTemp(filepath.Dir(rel))
+	if err != nil {
+		return objstore.ObjectInfo{}, conflictErr(op, key, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			_ = s.root.Remove(tmp)
+		}
+	}()
+	if err := fill(f); err != nil {
+		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	}
+	if err := f.Sync(); err != nil {
+		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	}
+	// Renaming keeps size, mtime and inode: the version is known now.
+	fi, err := f.Stat()
+	if err != nil {
+		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	}
+	if err := s.root.Rename(tmp, rel); err != nil {
+		return objstore.ObjectInfo{}, conflictErr(op, key, err)
+	}
+	committed = true
+	if err := f.Close(); err != nil {
+		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	}
+	s.syncDir(filepath.Dir(rel))
+	return objectInfo(key, fi), nil
+}
+
+// createTemp creates a fresh temporary file in dir, creating dir first.
+func (s *Store) createTemp(dir string) (*os.File, string, error) {
+	for attempt := 1; ; attempt++ {
+		err := s.root.MkdirAll(dir, dirPerm)
+		if err == nil {
+			tmp := filepath.Join(dir, tempPrefix+strconv.FormatUint(rand.Uint64(), 16))
+			var f *os.File
+			f, err = s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+			if err == nil {
+				return f, tmp, nil
+			}
+		}
+		// A concurrent Delete may prune dir between MkdirAll and OpenFile.
+		if !errors.Is(err, fs.ErrNotExist) || attempt == mkdirAttempts {
+			return nil, "", err
+		}
+	}
+}
+
+// syncDir makes a rename in dir durable; failures only cost durability.
+func (s *Store) syncDir(dir string) {
+	if d, err := s.root.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// conflictErr maps the errors of a path that collides with a file or a
+// directory of another key ("a" vs "a/b") to ErrInvalidKey.
+func conflictErr(op, key string, err error) error {
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
+		errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
+		return fmt.Errorf("filestore: %s %q: a file and a directory would share a name: %w: %w", op, key, objstore.ErrInvalidKey, err)
+	}
+	return mapErr(op, key, err)
+}
+
+// DeletePrefix implements objstore.Store.
+func (s *Store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	count := 0
+	err := objstore.ListAll(ctx, s, objstore.ListOptions{Prefix: prefix}, func(page objstore.ListPage) error {
+		for _, o := range page.Objects {
+			if err := s.Delete(ctx, o.Key); err != nil {
+				return err
+			}
+			count++
+		}
+		return nil
+	})
+	return count, err
+}
