@@ -32,6 +32,9 @@ type Config struct {
 	// Region is the S3/OSS signing region. Empty lets the SDK decide
 	// (AWS_REGION, profile) and falls back to us-east-1.
 	Region string
+	// Project is the GCS project that owns buckets the controller creates.
+	// Empty means the credentials' project_id, then $GOOGLE_CLOUD_PROJECT.
+	Project string
 	// PathStyle addresses S3 buckets as endpoint/bucket instead of
 	// bucket.endpoint (MinIO and most S3-compatible stores need it).
 	PathStyle bool
