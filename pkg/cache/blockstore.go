@@ -1,0 +1,288 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+)
+
+// The block store: one sparse data file per object version, named from a
+// hash, never from the key. Blocks are written with pwrite at their offset
+// and checked against their CRC32C before they are served.
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func blockCRC(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+
+// objID names an object version's data file: sha256 over the
+// length-prefixed origin, key and version and the size, so no two object
+// versions share a name and no key byte reaches the file system.
+type objID [sha256.Size]byte
+
+func objectID(origin, key, version string, size int64) objID {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, s := range [...]string{origin, key, version} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	h.Write(n[:binary.PutUvarint(n[:], uint64(size))])
+	var id objID
+	h.Sum(id[:0])
+	return id
+}
+
+func (id objID) String() string { return hex.EncodeToString(id[:]) }
+
+// fanout is the length of the data file's directory name: the first hex
+// digits of its own name (4096 directories, created on first use; 10^8
+// objects are ~24k per directory).
+const fanout = 3
+
+// dataRel is the data file's path relative to the cache directory:
+// data/<3 hex>/<64 hex>.
+func dataRel(id objID) string {
+	s := id.String()
+	return filepath.Join(dataDirName, s[:fanout], s)
+}
+
+// walkData calls fn for every entry of the data directory's two levels:
+// with ok set for a data file in its right place (id parsed), else for
+// anything else (dir set for a stray directory).
+func walkData(root string, fn func(path string, id objID, ok bool, de fs.DirEntry) error) error {
+	l1, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, d1 := range l1 {
+		p1 := filepath.Join(root, d1.Name())
+		if !d1.IsDir() || !isHex(d1.Name(), fanout) {
+			if err := fn(p1, objID{}, false, d1); err != nil {
+				return err
+			}
+			continue
+		}
+		l2, err := os.ReadDir(p1)
+		if err != nil {
+			return err
+		}
+		for _, f := range l2 {
+			id, ok := parseDataName(f.Name())
+			ok = ok && f.Type().IsRegular() && f.Name()[:fanout] == d1.Name()
+			if err := fn(filepath.Join(p1, f.Name()), id, ok, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDataName returns the id a data file name encodes.
+func parseDataName(name string) (objID, bool) {
+	var id objID
+	if len(name) != 2*len(id) {
+		return id, false
+	}
+	if _, err := hex.Decode(id[:], []byte(name)); err != nil || id.String() != name {
+		return id, false
+	}
+	return id, true
+}
+
+// Directory and file names inside a cache directory.
+const (
+	indexFileName  = "index.db"
+	lockFileName   = "LOCK"
+	usageFileName  = "usage.json"
+	dataDirName    = "data"
+	stagingDirName = "staging"
+
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
+// createDataFile opens path for reading and writing, creating it and its
+// fan-out directories as needed.
+func createDataFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+			return nil, fmt.Errorf("cache: create data directory: %w", err)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: create data file: %w", err)
+	}
+	return f, nil
+}
+
+// allocated returns the bytes a file occupies on disk.
+func allocated(fi os.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return fi.Size()
+}
+
+// fileAlloc stats f and returns its size and allocated bytes.
+func fileAlloc(f *os.File) (size, alloc int64, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	return fi.Size(), allocated(fi), nil
+}
+
+// punchHole deallocates [off, off+n) of f, keeping its size.
+func punchHole(f *os.File, off, n int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	if err := rc.Control(func(fd uintptr) {
+		perr = unix.Fallocate(int(fd), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	}); err != nil {
+		return err
+	}
+	return perr
+}
+
+// isNoSpace reports a full disk or exhausted quota.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// blockBuf returns a buffer for block b: pooled for large blocks, a plain
+// allocation for short ones (a 4 KiB object needs no 4 MiB buffer). bp is
+// what putBuf returns to the pool.
+func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
+	n := o.blockLen(b)
+	if n < o.bs/4 {
+		return make([]byte, n), nil
+	}
+	bp = c.pool(o.bs).get()
+	return (*bp)[:n], bp
+}
+
+func (c *Cache) putBuf(o *object, bp *[]byte) {
+	if bp != nil {
+		c.pool(o.bs).put(bp)
+	}
+}
+
+// storeBlock writes a fetched block to the data file and completes its
+// flight; when the block cannot be cached its bytes go to the waiters.
+func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, bp *[]byte) {
+	crc := blockCRC(buf)
+	if c.writeBlock(o, b, buf, crc) {
+		c.complete(o, b, f, nil, nil)
+		c.putBuf(o, bp)
+		return
+	}
+	c.complete(o, b, f, nil, buf) // buf now belongs to the readers
+}
+
+// writeBlock stores block b and records it present and ready in memory;
+// the flusher persists the record after syncing the data. It reports
+// false when the block could not be cached (no room, I/O error).
+func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32) bool {
+	n := int64(len(data))
+	if !c.admit(n) {
+		return false
+	}
+	o.mu.Lock()
+	f, err := o.openFileLocked(true)
+	o.mu.Unlock()
+	if err == nil {
+		_, err = f.WriteAt(data, int64(b)*o.bs)
+		if isNoSpace(err) {
+			c.evictSync(n)
+			_, err = f.WriteAt(data, int64(b)*o.bs)
+		}
+	}
+	if err != nil {
+		c.used.Add(-n)
+		if !isNoSpace(err) {
+			klog.ErrorS(err, "Writing a cache block", "volume", c.opts.VolumeID)
+		}
+		if f != nil {
+			// Give back what the partial write allocated.
+			_ = punchHole(f, int64(b)*o.bs, n)
+		}
+		c.syncAlloc(o)
+		return false
+	}
+	o.mu.Lock()
+	if _, alloc, err := fileAlloc(f); err == nil {
+		c.used.Add(alloc - o.alloc - n)
+		o.alloc = alloc
+	} else {
+		o.alloc += n
+	}
+	o.crcs[b] = crc
+	o.present.set(b)
+	o.ready.set(b)
+	o.dirty, o.unsynced = true, true
+	o.mu.Unlock()
+	c.markDirty(o)
+	c.kickEvictIfOver()
+	return true
+}
+
+// syncAlloc re-reads o's allocation after a failed write.
+func (c *Cache) syncAlloc(o *object) {
+	o.mu.Lock()
+	changed := false
+	if f := o.file.Load(); f != nil {
+		if _, alloc, err := fileAlloc(f); err == nil && alloc != o.alloc {
+			c.used.Add(alloc - o.alloc)
+			o.alloc = alloc
+			o.dirty, changed = true, true
+		}
+	}
+	o.mu.Unlock()
+	if changed {
+		c.markDirty(o)
+	}
+}
+
+// bufPool recycles block-sized buffers. Buffers handed to readers as
+// uncached data are not returned.
+type bufPool struct {
+	size int
+	pool sync.Pool
+}
+
+func newBufPool(size int64) *bufPool {
+	p := &bufPool{size: int(size)}
+	p.pool.New = func() any { b := make([]byte, p.size); return &b }
+	return p
+}
+
+func (p *bufPool) get() *[]byte  { return p.pool.Get().(*[]byte) }
+func (p *bufPool) put(b *[]byte) { p.pool.Put(b) }

@@ -1,0 +1,330 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// A job makes blocks [b0, b1] of one object ready: a verification of a
+// block recorded present (falling back to a fetch on a bad CRC or short
+// file), or a fetch of missing blocks with one ranged GET (several
+// parallel GETs when a block is larger than PartSize). Each block has its
+// own flight, so readers of the first block of a long GET go on as soon as
+// it is stored.
+type job struct {
+	verify  bool
+	b0, b1  int
+	flights []*flight
+}
+
+// acquire returns, for each block of [b0, b1], nil if it is ready or the
+// flight that makes it ready, starting jobs for blocks nobody works on.
+// A miss on a small object fetches all its missing blocks in one GET.
+func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
+	out := make([]*flight, b1-b0+1)
+	lo, hi := b0, b1
+	if o.small {
+		lo, hi = 0, o.nblocks-1
+	}
+	perJob := 1
+	if !o.small && c.opts.PartSize > o.bs {
+		perJob = int(c.opts.PartSize / o.bs)
+	}
+	var (
+		jobs []job
+		run  *job
+	)
+	endRun := func() {
+		if run != nil {
+			jobs = append(jobs, *run)
+			run = nil
+		}
+	}
+	o.mu.Lock()
+	for b := lo; b <= hi; b++ {
+		if o.ready.has(b) {
+			endRun()
+			continue
+		}
+		f := o.inflight[b]
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			o.inflight[b] = f
+			switch {
+			case o.present.has(b):
+				endRun()
+				jobs = append(jobs, job{verify: true, b0: b, b1: b, flights: []*flight{f}})
+			case run != nil && (o.small || b-run.b0 < perJob):
+				run.b1 = b
+				run.flights = append(run.flights, f)
+			default:
+				endRun()
+				run = &job{b0: b, b1: b, flights: []*flight{f}}
+			}
+		} else {
+			endRun()
+		}
+		if b >= b0 && b <= b1 {
+			out[b-b0] = f
+		}
+	}
+	endRun()
+	o.pins += len(jobs)
+	o.mu.Unlock()
+	for _, j := range jobs {
+		if !c.goJob(func() { c.runJob(o, j) }) {
+			for i, f := range j.flights {
+				c.complete(o, j.b0+i, f, ErrClosed, nil)
+			}
+			c.unpin(o)
+		}
+	}
+	return out
+}
+
+// readSlow serves a read that touches blocks not ready yet.
+func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (int, error) {
+	b0, b1 := int(off/o.bs), int((off+int64(len(p))-1)/o.bs)
+	flights := c.acquire(o, b0, b1)
+	end := off + int64(len(p))
+	n := 0
+	for i, f := range flights {
+		b := b0 + i
+		lo, hi := max(off, int64(b)*o.bs), min(end, int64(b+1)*o.bs)
+		seg := p[lo-off : hi-off]
+		if f != nil {
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return n, ctx.Err()
+			}
+			if f.err != nil {
+				return n, f.err
+			}
+			if f.data != nil {
+				n += copy(seg, f.data[lo-int64(b)*o.bs:])
+				continue
+			}
+		}
+		file := o.file.Load()
+		if file == nil {
+			return n, fmt.Errorf("cache: block %d of %q has no data file", b, o.info.Key)
+		}
+		m, err := file.ReadAt(seg, lo)
+		n += m
+		if err != nil {
+			return n, fmt.Errorf("cache: read data file: %w", err)
+		}
+	}
+	c.stats.misses.Add(1)
+	c.stats.missBytes.Add(int64(n))
+	c.touch(o)
+	return n, nil
+}
+
+// complete ends a block's flight.
+func (c *Cache) complete(o *object, b int, f *flight, err error, data []byte) {
+	f.err, f.data = err, data
+	o.mu.Lock()
+	if o.inflight[b] == f {
+		delete(o.inflight, b)
+	}
+	o.mu.Unlock()
+	close(f.done)
+}
+
+func (c *Cache) runJob(o *object, j job) {
+	defer c.unpin(o)
+	if j.verify && c.verifyBlock(o, j.b0) {
+		c.complete(o, j.b0, j.flights[0], nil, nil)
+		return
+	}
+	if !o.small && o.blockLen(j.b0) > c.opts.PartSize {
+		c.fetchParts(o, j)
+		return
+	}
+	c.fetchRange(o, j)
+}
+
+// verifyBlock checks a present block against its CRC and marks it ready;
+// a mismatch or short file drops the block.
+func (c *Cache) verifyBlock(o *object, b int) bool {
+	n := o.blockLen(b)
+	ok := false
+	if f := o.file.Load(); f != nil {
+		buf, bp := c.blockBuf(o, b)
+		if m, _ := f.ReadAt(buf, int64(b)*o.bs); int64(m) == n {
+			crc := blockCRC(buf)
+			o.mu.Lock()
+			ok = o.present.has(b) && o.crcs[b] == crc
+			o.mu.Unlock()
+		}
+		c.putBuf(o, bp)
+	}
+	if ok {
+		o.ready.set(b)
+		return true
+	}
+	klog.V(2).InfoS("Cached block failed verification; refetching", "volume", c.opts.VolumeID, "key", o.info.Key, "block", b)
+	o.mu.Lock()
+	o.dropBlockLocked(b)
+	o.mu.Unlock()
+	c.markDirty(o)
+	return false
+}
+
+// read opens a ranged GET of o's version, counted and bounded by sem.
+func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
+	select {
+	case c.sem <- struct{}{}:
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	}
+	c.stats.bucketRequests.Add(1)
+	rc, info, err := c.store.Read(c.ctx, o.info.Key, objstore.ReadOptions{Offset: off, Length: length, IfVersion: o.info.Version})
+	if err == nil && info.Version != "" && o.info.Version != "" && (info.Version != o.info.Version || info.Size != o.info.Size) {
+		_ = rc.Close()
+		err = fmt.Errorf("cache: %q is now version %s: %w", o.info.Key, info.Version, objstore.ErrPreconditionFailed)
+	}
+	if err != nil {
+		<-c.sem
+		if errors.Is(err, objstore.ErrPreconditionFailed) {
+			c.versionMoved(o)
+		}
+		if c.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("cache: fetch %q: %w", o.info.Key, err)
+	}
+	return &semBody{ReadCloser: rc, sem: c.sem, bytes: &c.stats.bucketBytes}, nil
+}
+
+// semBody releases the fetch slot when closed and counts bytes.
+type semBody struct {
+	io.ReadCloser
+	sem   chan struct{}
+	bytes interface{ Add(int64) int64 }
+	once  sync.Once
+}
+
+func (b *semBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.bytes.Add(int64(n))
+	return n, err
+}
+
+func (b *semBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { <-b.sem })
+	return err
+}
+
+// fetchRange fetches blocks [b0, b1] with one GET, storing each block as
+// soon as its bytes arrived.
+func (c *Cache) fetchRange(o *object, j job) {
+	off := int64(j.b0) * o.bs
+	end := min(o.info.Size, int64(j.b1+1)*o.bs)
+	rc, err := c.read(o, off, end-off)
+	if err != nil {
+		c.failFrom(o, j, 0, err)
+		return
+	}
+	defer rc.Close()
+	for i, f := range j.flights {
+		b := j.b0 + i
+		buf, bp := c.blockBuf(o, b)
+		if _, err := io.ReadFull(rc, buf); err != nil {
+			c.putBuf(o, bp)
+			c.failFrom(o, j, i, fetchErr(c, o, err))
+			return
+		}
+		c.storeBlock(o, b, f, buf, bp)
+	}
+}
+
+// fetchParts fetches one block larger than PartSize with parallel GETs.
+func (c *Cache) fetchParts(o *object, j job) {
+	b := j.b0
+	buf, bp := c.blockBuf(o, b)
+	part := c.opts.PartSize
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ferr error
+	)
+	for p := int64(0); p < int64(len(buf)); p += part {
+		wg.Add(1)
+		go func(p int64) {
+			defer wg.Done()
+			seg := buf[p:min(p+part, int64(len(buf)))]
+			rc, err := c.read(o, int64(b)*o.bs+p, int64(len(seg)))
+			if err == nil {
+				_, err = io.ReadFull(rc, seg)
+				_ = rc.Close()
+				if err != nil {
+					err = fetchErr(c, o, err)
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				if ferr == nil {
+					ferr = err
+				}
+				mu.Unlock()
+			}
+		}(p)
+	}
+	wg.Wait()
+	if ferr != nil {
+		c.putBuf(o, bp)
+		c.failFrom(o, j, 0, ferr)
+		return
+	}
+	c.storeBlock(o, b, j.flights[0], buf, bp)
+}
+
+func fetchErr(c *Cache, o *object, err error) error {
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: body ended early", objstore.ErrUnavailable)
+	}
+	return fmt.Errorf("cache: fetch %q: %w", o.info.Key, err)
+}
+
+// failFrom fails the flights of j from index i on.
+func (c *Cache) failFrom(o *object, j job, i int, err error) {
+	for ; i < len(j.flights); i++ {
+		c.complete(o, j.b0+i, j.flights[i], err, nil)
+	}
+}
+
+// markDirty queues o for the next flush.
+func (c *Cache) markDirty(o *object) {
+	c.mu.Lock()
+	if c.objs[o.info.Key] == o {
+		c.dirtyObjs[o] = struct{}{}
+	}
+	c.mu.Unlock()
+}
+
+// versionMoved handles a GET refused because the bucket holds another
+// version: o stops being the cached version of its key and the key's
+// attributes are forgotten so the next Stat asks the bucket.
+func (c *Cache) versionMoved(o *object) {
+	c.mu.Lock()
+	if c.objs[o.info.Key] == o {
+		c.detachLocked(o)
+		c.staleKeys[o.info.Key] = struct{}{}
+	}
+	c.mu.Unlock()
+	c.Invalidate(o.info.Key)
+}

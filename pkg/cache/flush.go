@@ -1,0 +1,296 @@
+package cache
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+)
+
+// The flusher persists in-memory state in group commits: new blocks
+// (after syncing their data: data before index), access times, cached
+// metadata. Losing a flush interval in a crash costs refetches, never
+// wrong data.
+
+// syncfsThreshold: with more files to sync than this, one syncfs is
+// cheaper than one fdatasync each.
+const syncfsThreshold = 16
+
+func (c *Cache) flushLoop() {
+	defer c.jobs.Done()
+	t := time.NewTicker(c.tune.flushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		case <-c.flushKick:
+		}
+		if err := c.flush(); err != nil {
+			klog.ErrorS(err, "Flushing the cache index", "volume", c.opts.VolumeID)
+		}
+	}
+}
+
+// objOp is one object's change in a flush.
+type objOp struct {
+	o     *object
+	rec   *objRecord // nil: delete the record
+	write bool       // rec or delete applies (else only atime)
+	atime int64      // 0: unchanged
+	file  *os.File   // to sync before commit
+}
+
+// flush writes dirty state to the index.
+func (c *Cache) flush() error {
+	if err := c.commitInodes(); err != nil {
+		return err
+	}
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+
+	c.mu.Lock()
+	cands := make([]*object, 0, len(c.dirtyObjs))
+	for o := range c.dirtyObjs {
+		cands = append(cands, o)
+	}
+	for _, o := range c.objs {
+		o.mu.Lock()
+		touched := o.atime.Load() != o.flushedATime
+		o.mu.Unlock()
+		if _, dirty := c.dirtyObjs[o]; !dirty && touched {
+			cands = append(cands, o)
+		}
+	}
+	clear(c.dirtyObjs)
+	stale := make([]string, 0, len(c.staleKeys))
+	for k := range c.staleKeys {
+		if c.objs[k] == nil {
+			stale = append(stale, k)
+		}
+	}
+	clear(c.staleKeys)
+	c.mu.Unlock()
+
+	ops := make([]objOp, 0, len(cands))
+	var files []*os.File
+	for _, o := range cands {
+		op := objOp{o: o}
+		o.mu.Lock()
+		if o.state != stateCurrent {
+			o.mu.Unlock()
+			continue
+		}
+		if o.dirty {
+			op.write = true
+			if o.anyPresent() {
+				op.rec = o.recordLocked()
+			}
+			o.dirty = false
+			if o.unsynced {
+				op.file = o.file.Load()
+				o.unsynced = false
+			}
+		}
+		if at := o.atime.Load(); at != o.flushedATime && (op.rec != nil || (!op.write && o.inIndex)) {
+			op.atime = at
+		}
+		o.mu.Unlock()
+		if op.rec != nil && op.atime == 0 {
+			op.atime = o.flushedATime
+			if op.atime == 0 {
+				op.atime = c.nowNano()
+			}
+		}
+		if op.file != nil {
+			files = append(files, op.file)
+		}
+		if op.write || op.atime != 0 {
+			ops = append(ops, op)
+		}
+	}
+	attrs, lists := c.pendingMeta()
+
+	if err := c.syncData(files); err != nil {
+		// Nothing written since the last sync may be recorded.
+		for i := range ops {
+			if ops[i].file != nil {
+				c.redirty(ops[i].o, true)
+				ops[i].write, ops[i].rec = false, nil
+			}
+		}
+		klog.ErrorS(err, "Syncing cache data", "volume", c.opts.VolumeID)
+	}
+
+	var objects int64
+	err := c.ix.update(func(tx *bolt.Tx) error {
+		for _, op := range ops {
+			if op.write && op.rec == nil {
+				if err := deleteObject(tx, op.o.info.Key); err != nil {
+					return err
+				}
+				continue
+			}
+			if op.write {
+				if err := putObject(tx, op.o.info.Key, op.rec); err != nil {
+					return err
+				}
+			}
+			if op.atime != 0 {
+				if err := setATime(tx, op.o.info.Key, op.atime); err != nil {
+					return err
+				}
+			}
+		}
+		for _, k := range stale {
+			if err := deleteObject(tx, k); err != nil {
+				return err
+			}
+		}
+		if err := writeMeta(tx, attrs, lists); err != nil {
+			return err
+		}
+		objects = int64(getMetaU64(tx, metaObjects))
+		return nil
+	})
+	if err != nil {
+		for _, op := range ops {
+			if op.write {
+				c.redirty(op.o, op.file != nil)
+			}
+		}
+		c.mu.Lock()
+		for _, k := range stale {
+			c.staleKeys[k] = struct{}{}
+		}
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Lock()
+	for _, op := range ops {
+		if op.write {
+			delete(c.unlinked, op.o.info.Key)
+		}
+	}
+	for _, k := range stale {
+		delete(c.unlinked, k)
+	}
+	c.mu.Unlock()
+	for _, op := range ops {
+		op.o.mu.Lock()
+		if op.write {
+			op.o.inIndex = op.rec != nil
+		}
+		if op.atime != 0 {
+			op.o.flushedATime = op.atime
+		}
+		op.o.mu.Unlock()
+	}
+	c.objectCount.Store(objects)
+	c.metaFlushed(attrs, lists)
+	c.trimIdle()
+	c.writeUsage()
+	return nil
+}
+
+// redirty re-queues o after a failed flush.
+func (c *Cache) redirty(o *object, unsynced bool) {
+	o.mu.Lock()
+	o.dirty = true
+	if unsynced {
+		o.unsynced = true
+	}
+	o.mu.Unlock()
+	c.markDirty(o)
+}
+
+// syncData makes the given files' data durable.
+func (c *Cache) syncData(files []*os.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if len(files) > syncfsThreshold {
+		return unix.Syncfs(int(c.dataDir.Fd()))
+	}
+	for _, f := range files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			continue // closed: its object was detached or removed
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = unix.Fdatasync(int(fd)) }); err != nil {
+			continue
+		}
+		if serr != nil {
+			return serr
+		}
+	}
+	return nil
+}
+
+// trimIdle closes the oldest idle objects beyond tuning.maxIdle whose
+// state is persisted.
+func (c *Cache) trimIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.idle.Back(); e != nil && c.idle.Len() > c.tune.maxIdle; {
+		prev := e.Prev()
+		o := e.Value.(*object)
+		o.mu.Lock()
+		done := o.pins == 0 && !o.dirty && o.atime.Load() == o.flushedATime
+		o.mu.Unlock()
+		if done {
+			c.idle.Remove(e)
+			o.idle = nil
+			delete(c.objs, o.info.Key)
+			if o.anyPresent() {
+				o.closeFile()
+			} else {
+				c.removeFilesLocked(o) // a data file no record names
+			}
+		}
+		e = prev
+	}
+}
+
+// usageFile is what a cache tells the node view about itself.
+type usageFile struct {
+	VolumeID   string `json:"volumeID"`
+	UsedBytes  int64  `json:"usedBytes"`
+	Objects    int64  `json:"objects"`
+	Capacity   int64  `json:"capacity"`
+	LastAccess int64  `json:"lastAccessUnixNano"`
+}
+
+// writeUsage publishes the usage file (temp + rename; advisory, so not
+// fsynced).
+func (c *Cache) writeUsage() {
+	u := usageFile{
+		VolumeID:   c.opts.VolumeID,
+		UsedBytes:  c.used.Load(),
+		Objects:    c.objectCount.Load(),
+		Capacity:   c.opts.Capacity,
+		LastAccess: c.lastAccess.Load(),
+	}
+	c.usageMu.Lock()
+	defer c.usageMu.Unlock()
+	if u == c.lastUsage {
+		return
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return
+	}
+	tmp := filepath.Join(c.dir, usageFileName+".tmp")
+	if err := os.WriteFile(tmp, b, fileMode); err != nil {
+		return
+	}
+	if os.Rename(tmp, filepath.Join(c.dir, usageFileName)) == nil {
+		c.lastUsage = u
+	}
+}

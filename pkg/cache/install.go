@@ -1,0 +1,207 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// Install makes a staged local file the complete cached copy of info (an
+// object version just uploaded from it). The file is moved, not copied
+// (copied only if it is on another file system). The key's attributes
+// become info and its parent listing is forgotten.
+func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error {
+	if info.Key == "" || info.Size < 0 {
+		return fmt.Errorf("%w: object %q of size %d", ErrInvalidArgument, info.Key, info.Size)
+	}
+	if c.isClosed.Load() {
+		return ErrClosed
+	}
+	f, err := os.Open(stagedPath)
+	if err != nil {
+		return fmt.Errorf("cache: install: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("cache: install: %w", err)
+	}
+	if fi.Size() != info.Size {
+		return fmt.Errorf("%w: staged file has %d bytes, object %q has %d", ErrInvalidArgument, fi.Size(), info.Key, info.Size)
+	}
+	o := newObject(c, info, c.opts.BlockSize)
+	if err := c.checksumFile(ctx, o, f); err != nil {
+		return err
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("cache: install: sync staged file: %w", err)
+	}
+	for b := 0; b < o.nblocks; b++ {
+		o.present.set(b)
+		o.ready.set(b)
+	}
+	o.dirty = o.nblocks > 0
+	o.unsynced = true // the rename
+	c.touch(o)
+
+	// Under c.mu so that no eviction of the key's previous record can
+	// unlink the file once it is in place.
+	c.mu.Lock()
+	prevAlloc, err := c.installLocked(ctx, o, stagedPath)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	// In-memory objects whose data file the rename replaced must not
+	// unlink the new one; their removal still subtracts their allocation.
+	replaced := false
+	for d := range c.detached {
+		replaced = d.takePath(o.id) || replaced
+	}
+	if old := c.objs[info.Key]; old != nil {
+		replaced = old.takePath(o.id) || replaced
+		c.detachLocked(old)
+	}
+	if prevAlloc > 0 && !replaced {
+		c.used.Add(-prevAlloc) // the rename replaced a file no object accounts for
+	}
+	c.dropRecordFileLocked(info.Key, o)
+	c.objs[info.Key] = o
+	o.idle = c.idle.PushFront(o)
+	if o.dirty {
+		c.dirtyObjs[o] = struct{}{}
+	}
+	c.used.Add(o.alloc)
+	c.mu.Unlock()
+
+	c.recordAttr(info, c.opts.Now())
+	c.setListing(parentPrefix(info.Key), nil)
+	c.kickEvictIfOver()
+	return nil
+}
+
+// installLocked moves the staged file into o's place and opens it; it
+// returns the allocation of the file the rename replaced (0 if none). The
+// caller holds c.mu.
+func (c *Cache) installLocked(ctx context.Context, o *object, stagedPath string) (int64, error) {
+	if err := c.waitEvictedLocked(ctx, o.info.Key); err != nil {
+		return 0, err
+	}
+	var prev int64
+	if fi, err := os.Lstat(o.path); err == nil {
+		prev = allocated(fi)
+	}
+	if err := moveFile(stagedPath, o.path); err != nil {
+		return 0, fmt.Errorf("cache: install: %w", err)
+	}
+	df, err := os.OpenFile(o.path, os.O_RDWR, 0)
+	if err == nil {
+		_ = df.Chmod(fileMode)
+		if _, o.alloc, err = fileAlloc(df); err != nil {
+			_ = df.Close()
+		}
+	}
+	if err != nil {
+		// Leave no unaccounted file behind. (Objects whose file the
+		// rename replaced now count bytes that are gone: a rare error
+		// path that the next recovery corrects.)
+		_ = os.Remove(o.path)
+		return 0, fmt.Errorf("cache: install: %w", err)
+	}
+	o.file.Store(df)
+	return prev, nil
+}
+
+// checksumFile fills o.crcs from f.
+func (c *Cache) checksumFile(ctx context.Context, o *object, f *os.File) error {
+	pool := c.pool(o.bs)
+	bp := pool.get()
+	defer pool.put(bp)
+	for b := 0; b < o.nblocks; b++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		buf := (*bp)[:o.blockLen(b)]
+		if _, err := f.ReadAt(buf, int64(b)*o.bs); err != nil {
+			return fmt.Errorf("cache: install: read staged file: %w", err)
+		}
+		o.crcs[b] = blockCRC(buf)
+	}
+	return nil
+}
+
+// dropRecordFileLocked deletes the data file of key's indexed version, if
+// it is another one than o's (the flush replaces the record). The caller
+// holds c.mu.
+func (c *Cache) dropRecordFileLocked(key string, o *object) {
+	var (
+		h     objRecord
+		found bool
+	)
+	_ = c.ix.view(func(tx *bolt.Tx) error {
+		if raw := tx.Bucket(bucketObjects).Get([]byte(key)); raw != nil {
+			r, _, err := decodeObjectHeader(raw)
+			h, found = r, err == nil
+			o.dirty = true
+		}
+		return nil
+	})
+	if !found {
+		return
+	}
+	if id := objectID(c.opts.Origin, key, h.Version, h.Size); id != o.id {
+		c.unlinkDataLocked(key, id)
+	}
+}
+
+// moveFile renames src to dst, creating dst's directory; across file
+// systems it copies (through a temporary name) and removes src.
+func moveFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
+		return err
+	}
+	err := os.Rename(src, dst)
+	if !errors.Is(err, syscall.EXDEV) {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := copyFile(src, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Remove(src)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,123 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
+)
+
+// stage writes data into the cache's staging directory and uploads it.
+func stage(t *testing.T, c *Cache, fake *objstoretest.Fake, key string, data []byte) (objstore.ObjectInfo, string) {
+	t.Helper()
+	f, err := os.CreateTemp(c.StagingDir(), "w-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return put(t, fake, key, data), f.Name()
+}
+
+func TestInstall(t *testing.T) {
+	c, fake, _ := newFixture(t, testOpts())
+	data := randBytes(800, 333*kib)
+	info, staged := stage(t, c, fake, "ckpt/step-1", data)
+	if err := c.Install(context.Background(), info, staged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
+		t.Error("staged file was not moved")
+	}
+	fake.ResetCounters()
+	h := openObj(t, c, info)
+	p, ok := h.LocalPath()
+	if !ok {
+		t.Fatal("installed object has no LocalPath")
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, data) {
+		t.Fatal("installed data file differs")
+	}
+	if !bytes.Equal(readAll(t, h, 100*kib), data) {
+		t.Fatal("wrong bytes")
+	}
+	h.Close()
+	got, err := c.Stat(context.Background(), "ckpt/step-1")
+	if err != nil || got.Version != info.Version {
+		t.Fatalf("Stat = %+v, %v", got, err)
+	}
+	if n := fake.Calls(objstoretest.OpRead) + fake.Calls(objstoretest.OpStat); n != 0 {
+		t.Errorf("%d requests after write-through", n)
+	}
+	if _, err := c.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInstallReplacesPinnedVersion(t *testing.T) {
+	c, fake, _ := newFixture(t, testOpts())
+	v1 := randBytes(810, 200*kib)
+	info1 := put(t, fake, "f", v1)
+	old := openObj(t, c, info1)
+	readAll(t, old, 64*kib)
+
+	v2 := randBytes(811, 150*kib)
+	info2, staged := stage(t, c, fake, "f", v2)
+	if err := c.Install(context.Background(), info2, staged); err != nil {
+		t.Fatal(err)
+	}
+	fake.ResetCounters()
+	if !bytes.Equal(readAll(t, old, 64*kib), v1) {
+		t.Fatal("pinned old version changed under its handle")
+	}
+	if got := readObject(t, c, info2); !bytes.Equal(got, v2) {
+		t.Fatal("new version: wrong bytes")
+	}
+	if n := fake.Calls(objstoretest.OpRead); n != 0 {
+		t.Errorf("%d GETs", n)
+	}
+	oldPath := old.o.path
+	old.Close()
+	if _, err := os.Stat(oldPath); !errors.Is(err, os.ErrNotExist) {
+		t.Error("old version's data file outlived its last handle")
+	}
+	// The same version installed again while a handle pins it.
+	h := openObj(t, c, info2)
+	again := filepath.Join(c.StagingDir(), "again")
+	if err := os.WriteFile(again, v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Install(context.Background(), info2, again); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got := readObject(t, c, info2); !bytes.Equal(got, v2) {
+		t.Fatal("reinstalled version: wrong bytes")
+	}
+	if _, err := c.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInstallErrors(t *testing.T) {
+	c, fake, _ := newFixture(t, testOpts())
+	info, staged := stage(t, c, fake, "x", []byte("abc"))
+	info.Size = 4
+	if err := c.Install(context.Background(), info, staged); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("size mismatch: %v", err)
+	}
+	if err := c.Install(context.Background(), info, filepath.Join(c.StagingDir(), "nope")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing staged file: %v", err)
+	}
+	info.Key = ""
+	if err := c.Install(context.Background(), info, staged); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("empty key: %v", err)
+	}
+}

@@ -1,0 +1,141 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options configure one volume's cache. Zero values mean the defaults.
+type Options struct {
+	// VolumeID names the volume in logs and in the node budget.
+	VolumeID string
+	// Origin identifies what the store views, e.g. "s3://bucket/prefix/".
+	// It is part of every data file's hash so entries of different
+	// buckets/prefixes never collide.
+	Origin string
+	// BlockSize is the presence/CRC granularity (default 4 MiB). It must be
+	// a multiple of 4 KiB. Objects cached with another block size keep theirs.
+	BlockSize int64
+	// Capacity caps the bytes the cache may allocate on disk (0: only the
+	// free-space floor limits it).
+	Capacity int64
+	// HighWatermark and LowWatermark are fractions of Capacity: eviction
+	// starts above high and stops at low (defaults 0.95 and 0.85).
+	HighWatermark, LowWatermark float64
+	// MinFreeRatio keeps this fraction of the cache disk free (default 0.05;
+	// < 0 disables the floor). Eviction for the floor stops once
+	// MinFreeRatio + (HighWatermark - LowWatermark) of the disk is free.
+	MinFreeRatio float64
+	// MetadataTTL is how long cached attributes and listings are trusted:
+	// 0 = always revalidate, < 0 = forever.
+	MetadataTTL time.Duration
+	// NegativeTTL is how long a "not found" is trusted (same conventions).
+	NegativeTTL time.Duration
+	// SmallObjectSize: objects up to this size are fetched whole in one GET
+	// on first miss (default 8 MiB).
+	SmallObjectSize int64
+	// PartSize is the ranged-GET size for large objects (default 8 MiB).
+	PartSize int64
+	// MaxParallelFetches bounds concurrent GETs of this cache (default 8).
+	MaxParallelFetches int
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults for Options' zero values.
+const (
+	DefaultBlockSize          = 4 << 20
+	DefaultHighWatermark      = 0.95
+	DefaultLowWatermark       = 0.85
+	DefaultMinFreeRatio       = 0.05
+	DefaultSmallObjectSize    = 8 << 20
+	DefaultPartSize           = 8 << 20
+	DefaultMaxParallelFetches = 8
+
+	maxBlockSize = 1 << 30
+	minPartSize  = 64 << 10
+)
+
+// withDefaults returns o with zero values replaced by the defaults.
+func (o Options) withDefaults() Options {
+	if o.BlockSize == 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.HighWatermark == 0 {
+		o.HighWatermark = DefaultHighWatermark
+	}
+	if o.LowWatermark == 0 {
+		o.LowWatermark = DefaultLowWatermark
+	}
+	if o.MinFreeRatio == 0 {
+		o.MinFreeRatio = DefaultMinFreeRatio
+	}
+	if o.SmallObjectSize == 0 {
+		o.SmallObjectSize = DefaultSmallObjectSize
+	}
+	if o.PartSize == 0 {
+		o.PartSize = DefaultPartSize
+	}
+	if o.MaxParallelFetches == 0 {
+		o.MaxParallelFetches = DefaultMaxParallelFetches
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// validate checks options after withDefaults.
+func (o Options) validate() error {
+	switch {
+	case o.BlockSize < 4096 || o.BlockSize%4096 != 0 || o.BlockSize > maxBlockSize:
+		return fmt.Errorf("%w: BlockSize %d is not a multiple of 4 KiB up to 1 GiB", ErrInvalidOptions, o.BlockSize)
+	case o.Capacity < 0:
+		return fmt.Errorf("%w: negative Capacity", ErrInvalidOptions)
+	case !(0 < o.LowWatermark && o.LowWatermark < o.HighWatermark && o.HighWatermark <= 1):
+		return fmt.Errorf("%w: watermarks need 0 < low (%g) < high (%g) <= 1", ErrInvalidOptions, o.LowWatermark, o.HighWatermark)
+	case o.MinFreeRatio >= 1:
+		return fmt.Errorf("%w: MinFreeRatio %g must be below 1", ErrInvalidOptions, o.MinFreeRatio)
+	case o.SmallObjectSize < 0:
+		return fmt.Errorf("%w: negative SmallObjectSize", ErrInvalidOptions)
+	case o.PartSize < minPartSize:
+		return fmt.Errorf("%w: PartSize %d is below 64 KiB", ErrInvalidOptions, o.PartSize)
+	case o.MaxParallelFetches < 1:
+		return fmt.Errorf("%w: MaxParallelFetches must be positive", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// fresh reports whether something fetched at t is still trusted under ttl.
+func fresh(now, t time.Time, ttl time.Duration) bool {
+	switch {
+	case ttl < 0:
+		return true
+	case ttl == 0:
+		return false
+	default:
+		return now.Sub(t) < ttl
+	}
+}
+
+// tuning holds internal knobs; tests shorten them.
+type tuning struct {
+	// flushInterval is how often dirty index state is persisted.
+	flushInterval time.Duration
+	// maxIdle is how many unpinned objects keep their state and open data
+	// file in memory.
+	maxIdle int
+	// statfsInterval rate-limits free-space checks on the write path.
+	statfsInterval time.Duration
+	// evictBatch is how many objects one eviction transaction removes.
+	evictBatch int
+}
+
+func defaultTuning() tuning {
+	return tuning{
+		flushInterval:  500 * time.Millisecond,
+		maxIdle:        4096,
+		statfsInterval: 200 * time.Millisecond,
+		evictBatch:     256,
+	}
+}
