@@ -25,8 +25,9 @@ type command struct {
 // commands lists the subcommands; each lives in its own file.
 func commands() map[string]command {
 	return map[string]command{
-		"mount":   {summary: "mount a bucket with a local cache (FUSE); see mount --help", run: runMount},
-		"version": {summary: "print the version", run: runVersion},
+		"mount":      {summary: "mount a bucket with a local cache (FUSE); see mount --help", run: runMount},
+		"controller": {summary: "serve the CSI controller (CreateVolume, DeleteVolume); see controller --help", run: runController},
+		"version":    {summary: "print the version", run: runVersion},
 	}
 }
 

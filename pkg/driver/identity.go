@@ -1,0 +1,42 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// identity is the CSI Identity service.
+type identity struct {
+	csi.UnimplementedIdentityServer
+	// constant
+	name, version string
+	services      []Service
+}
+
+// GetPluginInfo reports the driver name and version.
+func (i *identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: i.name, VendorVersion: i.version}, nil
+}
+
+// GetPluginCapabilities collects the capabilities of the services served.
+func (i *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	var caps []*csi.PluginCapability
+	for _, s := range i.services {
+		caps = append(caps, s.pluginCapabilities()...)
+	}
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// Probe asks every service whether it can work now. A service that cannot
+// fails the probe with its error's code (the liveness probe restarts the
+// container).
+func (i *identity) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	for _, s := range i.services {
+		if err := s.probe(ctx); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
+}

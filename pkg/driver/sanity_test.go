@@ -1,0 +1,134 @@
+package driver
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"github.com/onsi/gomega"
+
+	"github.com/basin-csi/basin/pkg/driver/drivertest"
+	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/backend"
+)
+
+// sanityIDs makes csi-sanity's "valid" volume IDs real Basin IDs of
+// volumes that do not exist, so ValidateVolumeCapabilities has to ask the
+// store instead of rejecting the format.
+type sanityIDs struct {
+	sanity.DefaultIDGenerator
+	base volumeID
+}
+
+func (g sanityIDs) GenerateUniqueValidVolumeID() string {
+	v := g.base
+	v.Prefix = uniqueName("sanity-missing-") + "/"
+	return v.String()
+}
+
+// TestSanity runs csi-sanity (github.com/kubernetes-csi/csi-test/v5) against
+// the Identity and Controller services with a real MinIO, provisioning
+// prefixes inside a bucket. The Node specs are skipped until the node
+// service exists; a stub answers sanity's node cleanup calls.
+func TestSanity(t *testing.T) {
+	s := minioStore(t)
+	h := startDriver(t, ControllerConfig{}, &stubNode{drivertest.NodeStub{NodeID: "sanity-node"}})
+	dir := t.TempDir()
+
+	secrets := map[string]map[string]string{}
+	for _, k := range []string{"CreateVolumeSecret", "DeleteVolumeSecret", "ControllerValidateVolumeCapabilitiesSecret"} {
+		secrets[k] = s.secrets
+	}
+	secretsFile := filepath.Join(dir, "secrets.yaml")
+	writeJSON(t, secretsFile, secrets) // YAML is a superset of JSON
+
+	cfg := sanity.NewTestConfig()
+	cfg.Address = h.endpoint
+	cfg.TargetPath = filepath.Join(dir, "target")
+	cfg.StagingPath = filepath.Join(dir, "staging")
+	cfg.SecretsFile = secretsFile
+	cfg.TestVolumeSize = 1 << 30
+	cfg.TestVolumeParameters = with(s.params, volumeattr.KeyBucket, s.parent, volumeattr.KeyPrefix, "sanity")
+	cfg.IDGen = sanityIDs{base: volumeID{Backend: "s3", Provisioning: volumeattr.ProvisionPrefix, Reclaim: volumeattr.ReclaimDelete,
+		PathStyle: true, Region: s.params[volumeattr.KeyRegion], EndpointFP: endpointFingerprint(s.secrets[volumeattr.SecretEndpoint]), Bucket: s.parent}}
+
+	sc := sanity.GinkgoTest(&cfg)
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	suite, reporter := ginkgo.GinkgoConfiguration()
+	suite.SkipStrings = append(suite.SkipStrings, "Node Service") // no node service yet
+	reportFile := filepath.Join(dir, "report.json")
+	reporter.JSONReport = reportFile
+	ok := ginkgo.RunSpecs(t, "Basin CSI sanity (identity, controller; MinIO)", suite, reporter)
+	sc.Finalize()
+
+	passed, failed, skipped := sanityCounts(t, reportFile)
+	t.Logf("csi-sanity: %d specs passed, %d failed, %d skipped", passed, failed, skipped)
+	if !ok || failed > 0 {
+		t.Errorf("csi-sanity failed (%d specs)", failed)
+	}
+	// Identity (3) and the Controller specs this driver supports must have run.
+	if passed < 15 {
+		t.Errorf("only %d specs passed; the suite did not run what it should", passed)
+	}
+	// Every volume sanity created was deleted: nothing is left under the prefix.
+	parent := openParent(t, s)
+	if keys := keysIn(t, parent); len(keys) > 0 {
+		t.Errorf("csi-sanity left objects behind: %q", keys)
+	}
+}
+
+// sanityCounts reads ginkgo's JSON report.
+func sanityCounts(t *testing.T, path string) (passed, failed, skipped int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(b, &reports); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reports {
+		for _, s := range r.SpecReports {
+			if s.LeafNodeType != types.NodeTypeIt {
+				continue
+			}
+			switch {
+			case s.State == types.SpecStatePassed:
+				passed++
+			case s.State.Is(types.SpecStateFailureStates):
+				failed++
+			default:
+				skipped++
+			}
+		}
+	}
+	return passed, failed, skipped
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openParent opens the parent bucket of a store setup.
+func openParent(t *testing.T, s store) objstore.Store {
+	t.Helper()
+	st, err := backend.Open(t.Context(), s.cfg, s.creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}

@@ -1,0 +1,122 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"k8s.io/klog/v2"
+)
+
+// Service is one CSI service besides Identity: the controller or the
+// node. A process serves any combination (the controller Deployment, the
+// node DaemonSet, both in tests).
+type Service interface {
+	// register adds the service to the gRPC server.
+	register(s *grpc.Server)
+	// pluginCapabilities are the service's entries in
+	// GetPluginCapabilities.
+	pluginCapabilities() []*csi.PluginCapability
+	// probe reports whether the service can do its job now (Probe).
+	probe(ctx context.Context) error
+}
+
+// Driver is a CSI plugin process: the Identity service plus the services
+// it was built with, served on one unix socket.
+type Driver struct {
+	// constant
+	cfg      Config
+	services []Service
+}
+
+// gracePeriod bounds how long Serve waits for running calls at shutdown.
+const gracePeriod = 10 * time.Second
+
+// New validates cfg and returns a Driver serving Identity and services.
+func New(cfg Config, services ...Service) (*Driver, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	for _, s := range services {
+		if s == nil {
+			return nil, errors.New("driver: nil service")
+		}
+	}
+	return &Driver{cfg: cfg, services: services}, nil
+}
+
+// Run listens on the configured endpoint and serves until ctx is done.
+func (d *Driver) Run(ctx context.Context) error {
+	lis, err := Listen(d.cfg.Endpoint)
+	if err != nil {
+		return err
+	}
+	return d.Serve(ctx, lis)
+}
+
+// Serve serves on lis until ctx is done, then stops gracefully (running
+// calls get gracePeriod to finish). It closes lis.
+func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
+	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
+	csi.RegisterIdentityServer(srv, &identity{name: d.cfg.Name, version: d.cfg.Version, services: d.services})
+	for _, s := range d.services {
+		s.register(srv)
+	}
+	klog.InfoS("CSI driver serving", "name", d.cfg.Name, "version", d.cfg.Version,
+		"endpoint", lis.Addr().String(), "node", d.cfg.NodeID, "services", len(d.services))
+
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("driver: serve: %w", err)
+	case <-ctx.Done():
+	}
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(gracePeriod):
+		srv.Stop()
+		<-stopped
+	}
+	klog.InfoS("CSI driver stopped", "endpoint", lis.Addr().String())
+	return nil
+}
+
+// Listen opens the unix socket of a unix:///path endpoint, replacing a
+// stale socket left by a previous process. It refuses to replace anything
+// that is not a socket.
+func Listen(endpoint string) (net.Listener, error) {
+	path, err := socketPath(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("driver: socket directory: %w", err)
+	}
+	switch st, err := os.Lstat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("driver: %w", err)
+	case st.Mode().Type() != fs.ModeSocket:
+		return nil, fmt.Errorf("driver: %s exists and is not a socket", path)
+	default:
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("driver: remove stale socket: %w", err)
+		}
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("driver: listen: %w", err)
+	}
+	return lis, nil
+}
