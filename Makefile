@@ -26,8 +26,10 @@ lint:
 	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
 	else echo "golangci-lint not installed; skipping lint (go vet ran)"; fi
 
-sanity:
-	$(GO) test -race -count=1 -run Sanity ./tests/... ./pkg/driver/...
+## sanity: the csi-sanity suite, in-process and against the real binary (needs MinIO, csi-sanity).
+sanity: build
+	$(GO) test -race -count=1 -run Sanity ./pkg/driver/...
+	./tests/sanity/run.sh $(BIN)
 
 e2e:
 	$(GO) test -race -count=1 -timeout 30m ./tests/e2e/...
