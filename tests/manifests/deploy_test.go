@@ -1,0 +1,226 @@
+package manifests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// deployDir holds the kustomization that installs the driver.
+const deployDir = "deploy/kubernetes"
+
+// kustomization is the part of kustomize's configuration the deployment
+// uses; decoding it strictly catches a misspelt or unexpected field.
+type kustomization struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Namespace  string            `json:"namespace"`
+	Labels     []kustomizeLabels `json:"labels"`
+	Resources  []string          `json:"resources"`
+	Images     []kustomizeImage  `json:"images"`
+}
+
+// kustomizeLabels is an entry of a kustomization's labels.
+type kustomizeLabels struct {
+	Pairs            map[string]string `json:"pairs"`
+	IncludeSelectors bool              `json:"includeSelectors"`
+	IncludeTemplates bool              `json:"includeTemplates"`
+}
+
+// kustomizeImage is an entry of a kustomization's images.
+type kustomizeImage struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+	Digest  string `json:"digest"`
+}
+
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, deployDir, kustomizationFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatalf("%s: %v", kustomizationFile, err)
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Errorf("apiVersion/kind = %s/%s, want kustomize.config.k8s.io/v1beta1/Kustomization", k.APIVersion, k.Kind)
+	}
+	files, err := yamlFiles(deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var present []string
+	for _, f := range files {
+		rel, err := filepath.Rel(deployDir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		present = append(present, filepath.ToSlash(rel))
+	}
+	listed := slices.Clone(k.Resources)
+	slices.Sort(listed)
+	slices.Sort(present)
+	if len(slices.Compact(slices.Clone(listed))) != len(listed) {
+		t.Errorf("resources list a file twice: %v", k.Resources)
+	}
+	if !slices.Equal(listed, present) {
+		t.Errorf("kustomization resources = %v, files present = %v", listed, present)
+	}
+	if !slices.ContainsFunc(k.Images, func(i kustomizeImage) bool { return i.Name == basinImage }) {
+		t.Errorf("images: no entry for %s to override", basinImage)
+	}
+
+	docs := under(loadManifests(t), filepath.FromSlash(deployDir))
+	for _, d := range docs {
+		if ns, ok := d.obj.(*corev1.Namespace); ok && ns.Name != k.Namespace {
+			t.Errorf("%s: namespace %s, kustomization sets %s", d, ns.Name, k.Namespace)
+		}
+	}
+}
+
+// TestKustomizeBuild renders the kustomization with kubectl (kustomize is
+// built in) and decodes the result strictly.
+func TestKustomizeBuild(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed; the kustomization's files are still checked by TestKustomizationListsEveryManifest")
+	}
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, deployDir)).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	dec, err := strictDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := decodeDocuments(dec, "kustomize output", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, d := range docs {
+		kinds[fmt.Sprintf("%T", d.obj)]++
+	}
+	for _, want := range []string{"*v1.CSIDriver", "*v1.Deployment", "*v1.DaemonSet", "*v1.ClusterRole"} {
+		if kinds[want] != 1 {
+			t.Errorf("rendered %d objects of type %s, want 1 (all: %v)", kinds[want], want, kinds)
+		}
+	}
+}
+
+func TestCSIDriver(t *testing.T) {
+	var found []*storagev1.CSIDriver
+	for _, d := range under(loadManifests(t), filepath.FromSlash(deployDir)) {
+		if c, ok := d.obj.(*storagev1.CSIDriver); ok {
+			found = append(found, c)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("found %d CSIDriver objects, want 1", len(found))
+	}
+	c := found[0]
+	if c.Name != driverName {
+		t.Errorf("name = %s, want %s", c.Name, driverName)
+	}
+	if c.Spec.AttachRequired == nil || *c.Spec.AttachRequired {
+		t.Error("attachRequired must be false")
+	}
+	if c.Spec.PodInfoOnMount == nil || !*c.Spec.PodInfoOnMount {
+		t.Error("podInfoOnMount must be true")
+	}
+	if c.Spec.FSGroupPolicy == nil || *c.Spec.FSGroupPolicy != storagev1.FileFSGroupPolicy {
+		t.Error("fsGroupPolicy must be File")
+	}
+	if !slices.Equal(c.Spec.VolumeLifecycleModes, []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}) {
+		t.Errorf("volumeLifecycleModes = %v, want [Persistent]", c.Spec.VolumeLifecycleModes)
+	}
+}
+
+// TestNodePlugin checks what the node plugin cannot work without.
+func TestNodePlugin(t *testing.T) {
+	var ds *appsv1.DaemonSet
+	for _, d := range under(loadManifests(t), filepath.FromSlash(deployDir)) {
+		if o, ok := d.obj.(*appsv1.DaemonSet); ok {
+			ds = o
+		}
+	}
+	if ds == nil {
+		t.Fatal("no DaemonSet in " + deployDir)
+	}
+	spec := ds.Spec.Template.Spec
+	if spec.HostNetwork {
+		t.Error("hostNetwork must be false")
+	}
+	hostPaths := map[string]string{}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	byName := map[string]corev1.Container{}
+	for _, c := range spec.Containers {
+		byName[c.Name] = c
+	}
+	plugin, ok := byName["csi-driver"]
+	if !ok || len(plugin.Args) == 0 || plugin.Args[0] != "node" {
+		t.Fatalf("no csi-driver container running `node` (args %v)", plugin.Args)
+	}
+	if plugin.SecurityContext == nil || plugin.SecurityContext.Privileged == nil || !*plugin.SecurityContext.Privileged {
+		t.Error("csi-driver node must be privileged")
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range plugin.VolumeMounts {
+		mounts[hostPaths[m.Name]] = m
+	}
+	if m, ok := mounts["/var/lib/kubelet"]; !ok || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional {
+		t.Error("csi-driver node must mount hostPath /var/lib/kubelet with Bidirectional propagation")
+	}
+	if _, ok := mounts["/dev/fuse"]; !ok {
+		t.Error("csi-driver node must mount hostPath /dev/fuse")
+	}
+	if _, ok := mounts["/var/lib/basin"]; !ok {
+		t.Error("csi-driver node must mount hostPath /var/lib/basin (cache root and state file)")
+	}
+	for _, want := range []string{"--cache-root=/var/lib/basin/cache", "--state-file=/var/lib/basin/node-state.json", "--node-id=$(NODE_NAME)"} {
+		if !slices.Contains(plugin.Args, want) {
+			t.Errorf("csi-driver node args %v lack %s", plugin.Args, want)
+		}
+	}
+
+	// The registrar must announce the socket where the plugin's socket
+	// directory really is on the host.
+	reg, ok := byName["node-driver-registrar"]
+	if !ok {
+		t.Fatal("no node-driver-registrar container")
+	}
+	var regPath string
+	for _, a := range reg.Args {
+		if p, ok := strings.CutPrefix(a, "--kubelet-registration-path="); ok {
+			regPath = p
+		}
+	}
+	var socketDir string
+	for _, m := range plugin.VolumeMounts {
+		if m.MountPath == "/csi" {
+			socketDir = hostPaths[m.Name]
+		}
+	}
+	if regPath == "" || path.Dir(regPath) != socketDir || path.Base(socketDir) != driverName {
+		t.Errorf("registration path %q does not match the socket directory %q (/var/lib/kubelet/plugins/%s)", regPath, socketDir, driverName)
+	}
+	if _, ok := byName["liveness-probe"]; !ok {
+		t.Error("no liveness-probe container")
+	}
+}
