@@ -1,0 +1,179 @@
+// Command basin-bench runs Basin's benchmark (issue 7): it starts MinIO and
+// fake-gcs-server behind the WAN emulator, generates the data sets, plays
+// every scenario on Basin, each peer (rclone, s3fs, gcsfuse) and a local
+// directory (the ceiling), and writes bench/results/<date>.md with a PNG
+// chart and the raw figures as JSON.
+//
+// Run it as root (FUSE mounts, drop_caches) from the repository root;
+// bench/run.sh builds what it needs and calls it:
+//
+//	bench/run.sh           # full run (make bench)
+//	bench/run.sh --quick   # reduced run, a few minutes (make bench-quick)
+//
+// A system that cannot run on this machine is reported as n/a with the
+// reason, never dropped silently.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/report"
+	"github.com/basin-csi/basin/bench/runner"
+	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/wanproxy"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "basin-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	lg := log.New(stderr, "", log.Ltime)
+	logf := lg.Printf
+	started := time.Now()
+
+	if why := torchUnavailable(ctx, cfg); why != "" {
+		cfg.run.TorchUnavailable = why
+		logf("PyTorch scenario n/a: %s", why)
+	}
+	env, err := setup(ctx, cfg, logf)
+	if env != nil {
+		defer env.close()
+	}
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	r, err := runner.New(cfg.run, runner.Hooks{
+		Traffic:    env.traffic,
+		Durable:    env.durable,
+		Clean:      env.clean,
+		DropCaches: scenario.DropCaches,
+		Logf:       logf,
+	})
+	if err != nil {
+		return err
+	}
+	rows, cols := r.Run(ctx, systems(cfg, env))
+
+	rep := &report.Report{
+		Mode:     cfg.mode,
+		Command:  cfg.command,
+		Machine:  machine(),
+		Started:  started,
+		Finished: time.Now(),
+		Proxy:    proxyConfig(cfg),
+		Sets:     []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Write},
+		Systems:  cols,
+		Rows:     rows,
+		Notes:    notes(cfg),
+	}
+	path, err := rep.WriteFiles(cfg.outDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, path)
+	return ctx.Err()
+}
+
+// systems builds the selected systems; one whose server side failed is
+// wrapped so that it reports the failure as n/a.
+func systems(cfg config, env *environment) []sut.System {
+	se := env.sutEnv()
+	var out []sut.System
+	for _, name := range cfg.systems {
+		var s sut.System
+		switch name {
+		case "basin":
+			s = sut.NewBasin(se, cfg.basinBin)
+		case "rclone":
+			s = sut.NewRclone(se)
+		case "s3fs":
+			s = sut.NewS3fs(se)
+		case "gcsfuse":
+			s = sut.NewGCSFuse(se)
+		case "local":
+			s = sut.NewLocal(se)
+		}
+		if sd := env.side(s.Backend()); sd != nil && sd.err != nil {
+			s = sut.Unavailable(s, sd.err.Error())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func torchUnavailable(ctx context.Context, cfg config) string {
+	if _, err := os.Stat(cfg.run.Torch.Script); err != nil {
+		return err.Error()
+	}
+	if err := scenario.CheckTorch(ctx, cfg.run.Torch); err != nil {
+		return err.Error() + " (apt-get install python3-torch)"
+	}
+	return ""
+}
+
+func proxyConfig(cfg config) wanproxy.Config {
+	pc := cfg.proxy
+	pc.Upstream = "MinIO / fake-gcs-server"
+	return pc
+}
+
+func machine() string {
+	var uts syscall.Utsname
+	_ = syscall.Uname(&uts)
+	rel := make([]byte, 0, len(uts.Release))
+	for _, c := range uts.Release {
+		if c == 0 {
+			break
+		}
+		rel = append(rel, byte(c))
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 2 {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores%s, Linux %s, %s", runtime.NumCPU(), mem, rel, runtime.Version())
+}
+
+func notes(cfg config) []string {
+	return []string{
+		"Cold = the system's persistent cache deleted, fresh mount, page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`). " +
+			"Warm = the same mount again. Warm after remount = unmount and mount with the cache kept.",
+		"The write phase is timed until every written object is in the bucket (checked directly on the server), " +
+			"so a file system that uploads after close() is not flattered.",
+		"Every read phase checks the byte count; the cold small-file epoch, the cold checkpoint read and the read-back " +
+			"also check file contents (untimed).",
+		"All systems share a 2-core machine with the object-store servers and the WAN emulator; " +
+			"figures are for comparison within one run, not absolute.",
+	}
+}

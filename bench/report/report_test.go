@@ -1,0 +1,160 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/wanproxy"
+)
+
+func sample() *Report {
+	sec := time.Second
+	return &Report{
+		Mode:     "quick",
+		Command:  "bench/run.sh --quick",
+		Machine:  "2 cores",
+		Started:  time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC),
+		Finished: time.Date(2026, 7, 1, 10, 4, 0, 0, time.UTC),
+		Proxy:    wanproxy.DefaultConfig("http://127.0.0.1:1"),
+		Sets:     []dataset.Set{dataset.Small(100, 128<<10, 10), dataset.Checkpoint(2, 64<<20), dataset.Tree(500, 5, 2)},
+		Systems: []System{
+			{Name: Basin, Command: "csi-driver mount ..."},
+			{Name: "rclone", Command: "rclone mount ...", PeakRSS: 100 << 20},
+			{Name: "gcsfuse", Command: "gcsfuse ...", Unavailable: "gcsfuse not found"},
+			{Name: Ceiling, Command: "plain directory"},
+		},
+		Rows: []Row{
+			{Scenario: "small-file epoch", Phase: "cold", Unit: FilesPerSec, Cells: map[string]Cell{
+				Basin:     {Status: OK, Measure: scenario.Measure{Files: 900, Elapsed: sec}},
+				"rclone":  {Status: Partial, Measure: scenario.Measure{Files: 45, Elapsed: sec}, Traffic: wanproxy.Snapshot{wanproxy.KindGet: {Requests: 45, BytesOut: 5_000_000}}},
+				"gcsfuse": {Status: NA, Reason: "gcsfuse not found"},
+				Ceiling:   {Status: OK, Measure: scenario.Measure{Files: 1000, Elapsed: sec}},
+			}},
+			{Scenario: "checkpoint seq read", Phase: "cold", Unit: MBPerSec, Cells: map[string]Cell{
+				Basin:     {Status: Failed, Reason: "read: input/output error"},
+				"rclone":  {Status: OK, Measure: scenario.Measure{Bytes: 300e6, Elapsed: 2 * sec}},
+				"gcsfuse": {Status: NA},
+				Ceiling:   {Status: OK, Measure: scenario.Measure{Bytes: 3000e6, Elapsed: sec}},
+			}},
+		},
+	}
+}
+
+func TestValueAndRatio(t *testing.T) {
+	r := sample()
+	tests := []struct {
+		row    int
+		system string
+		value  float64
+		ratio  float64
+		ok     bool
+	}{
+		{0, Basin, 900, 0.9, true},
+		{0, "rclone", 45, 0.045, true},
+		{0, "gcsfuse", 0, 0, false},
+		{1, Basin, 0, 0, false},
+		{1, "rclone", 150, 0.05, true},
+		{1, "missing", 0, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.system, func(t *testing.T) {
+			v, ok := r.Rows[tc.row].Value(tc.system)
+			ratio, rok := r.Rows[tc.row].Ratio(tc.system)
+			if ok != tc.ok || rok != tc.ok || v != tc.value || ratio != tc.ratio {
+				t.Errorf("Value = %v,%v Ratio = %v,%v; want %v, %v, %v", v, ok, ratio, rok, tc.value, tc.ratio, tc.ok)
+			}
+		})
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, sample(), "chart.png"); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"| small-file epoch | cold | files/s | 900 (0.90×) | 45.0† (0.045×) | n/a | 1000 | 20× (rclone) |",
+		"| checkpoint seq read | cold | MB/s | failed (1) | 150 (0.050×) | n/a | 3000 | – |",
+		"1. basin, checkpoint seq read cold: read: input/output error",
+		"GET 45; 5 MB↓",
+		"| rclone | 100 MiB |",
+		"| gcsfuse | n/a |",
+		"n/a: gcsfuse not found",
+		"![ratio to the local ceiling](chart.png)",
+		"small: 100 × 128 KiB in 10 dirs; checkpoint: 2 × 64 MiB; tree: 500 zero-byte objects, 2 levels × 5 dirs",
+		"time to first byte 30ms, 60 MB/s per connection, 1200 MB/s aggregate",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n%s", want, md)
+		}
+	}
+}
+
+func TestChartAndFiles(t *testing.T) {
+	dir := t.TempDir()
+	r := sample()
+	path, err := r.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "2026-07-01-quick.md" {
+		t.Errorf("markdown at %s", path)
+	}
+	f, err := os.Open(filepath.Join(dir, "2026-07-01-quick.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != chartWidth || b.Dy() <= headerH+footerH {
+		t.Errorf("chart is %v", b)
+	}
+	// Basin's bar in row 0 reaches ratio 0.9: the pixel just left of its
+	// end has Basin's colour.
+	y := headerH + groupGap/2 + barH/2
+	if got := img.At(xOf(0.9)-2, y); got != systemColor(Basin, 0) {
+		t.Errorf("pixel at Basin's bar = %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "2026-07-01-quick.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestFont(t *testing.T) {
+	if n := utf8.RuneCountInString(fontChars); len(fontBits) != 35*n {
+		t.Fatalf("%d bits for %d runes", len(fontBits), n)
+	}
+	if strings.Count(fontBits, "#")+strings.Count(fontBits, ".") != len(fontBits) {
+		t.Fatal("font bits other than '#' and '.'")
+	}
+	if glyph('a') != glyph('A') || glyph('€') != glyph('?') || glyph('×') == glyph('?') {
+		t.Fatal("glyph mapping")
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{times(12.3), "12×"}, {times(1.26), "1.3×"}, {times(0.853), "0.85×"},
+		{times(0.0123), "0.012×"}, {times(0.00012), "0.0001×"},
+		{number(1234.5), "1234"}, {number(12.34), "12.3"}, {number(1.234), "1.23"},
+		{size(1 << 30), "1 GiB"}, {size(128 << 10), "128 KiB"}, {size(1000), "1000 B"},
+		{bandwidth(0), "unlimited"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

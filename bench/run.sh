@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Basin benchmark (issue 7): Basin vs rclone, s3fs, gcsfuse and a local
+# directory, behind an emulated WAN. Writes bench/results/<date>[-quick].md
+# (+ .png, .json).
+#
+#   bench/run.sh             full run   (make bench)
+#   bench/run.sh --quick     reduced run, a few minutes (make bench-quick)
+#   bench/run.sh --quick -systems rclone,local     any basin-bench flag
+#
+# Needs root (FUSE mounts, drop_caches). Installs what is missing: apt
+# packages (rclone, s3fs, fuse3, python3-torch) and Go-built servers and
+# gcsfuse into ~/.cache/basin-tools/bin. A peer that cannot be installed is
+# reported as n/a. Environment:
+#   BENCH_WORK        work directory (default /var/tmp/basin-bench; data sets
+#                     and server data are kept there and reused)
+#   BENCH_NO_INSTALL  set to 1 to skip all installation
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+WORK=${BENCH_WORK:-/var/tmp/basin-bench}
+TOOLS=${BASIN_TOOLS_DIR:-$HOME/.cache/basin-tools}/bin
+mkdir -p "$WORK/bin" "$TOOLS"
+
+if [[ $(id -u) != 0 ]]; then
+  echo "bench/run.sh: run as root (FUSE mounts and drop_caches need it)" >&2
+  exit 1
+fi
+
+warn() { echo "bench/run.sh: warning: $*" >&2; }
+
+install_tools() {
+  local missing=()
+  command -v rclone >/dev/null || missing+=(rclone)
+  command -v s3fs >/dev/null || missing+=(s3fs)
+  command -v fusermount3 >/dev/null || missing+=(fuse3)
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || missing+=(python3-torch)
+  if ((${#missing[@]})); then
+    echo "installing from apt: ${missing[*]}"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } \
+      || warn "apt-get install ${missing[*]} failed; those systems/scenarios will be n/a"
+  fi
+  # One Go build at a time: the machine is small.
+  [[ -x $TOOLS/minio ]] || GOBIN=$TOOLS go install github.com/minio/minio@latest \
+    || warn "minio build failed; S3 systems will be n/a"
+  [[ -x $TOOLS/fake-gcs-server ]] || GOBIN=$TOOLS go install github.com/fsouza/fake-gcs-server@latest \
+    || warn "fake-gcs-server build failed; gcsfuse will be n/a"
+  [[ -x $TOOLS/gcsfuse ]] || GOBIN=$TOOLS GOTOOLCHAIN=go1.27.2 \
+    go install github.com/googlecloudplatform/gcsfuse/v3@v3.13.0 \
+    || warn "gcsfuse build failed; gcsfuse will be n/a"
+}
+
+[[ ${BENCH_NO_INSTALL:-} == 1 ]] || install_tools
+
+rm -f "$WORK/bin/csi-driver"
+go build -o "$WORK/bin/csi-driver" ./cmd/csi-driver \
+  || warn "cmd/csi-driver does not build; Basin will be n/a"
+go build -o "$WORK/bin/basin-bench" ./bench/cmd/basin-bench
+
+exec "$WORK/bin/basin-bench" -work "$WORK" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
+  -command "bench/run.sh${*:+ $*}" "$@"

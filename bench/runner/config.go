@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/wanproxy"
+)
+
+// ErrInvalidConfig reports an unusable Config.
+var ErrInvalidConfig = errors.New("runner: invalid configuration")
+
+// Sets are the data sets the scenarios read and write.
+type Sets struct {
+	Small      dataset.Set
+	Checkpoint dataset.Set
+	Tree       dataset.Set
+	// Write is what the write scenario writes (a checkpoint-like set).
+	Write dataset.Set
+}
+
+// Config tunes the scenarios.
+type Config struct {
+	Sets Sets
+	// Threads read the small-file epoch (the issue: 8).
+	Threads int
+	// RandThreads, RandReads and RandSize shape the random-read scenario
+	// (the issue: 16 threads, 1 MiB).
+	RandThreads int
+	RandReads   int
+	RandSize    int64
+	// PhaseTimeout bounds every timed phase.
+	PhaseTimeout time.Duration
+	// VerifySample is how many small files are checked byte for byte
+	// after the cold epoch.
+	VerifySample int
+	// Torch runs the DataLoader scenario; TorchUnavailable, when set, says
+	// why it cannot (the cells become n/a).
+	Torch            scenario.TorchConfig
+	TorchUnavailable string
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	for _, s := range []dataset.Set{c.Sets.Small, c.Sets.Checkpoint, c.Sets.Tree, c.Sets.Write} {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	if c.Threads <= 0 || c.RandThreads <= 0 || c.RandReads <= 0 || c.RandSize <= 0 || c.PhaseTimeout <= 0 {
+		return fmt.Errorf("%w: threads, random reads and phase timeout must be positive", ErrInvalidConfig)
+	}
+	if c.RandSize > c.Sets.Checkpoint.FileSize {
+		return fmt.Errorf("%w: random read size %d exceeds the checkpoint shard size", ErrInvalidConfig, c.RandSize)
+	}
+	return nil
+}
+
+// Hooks connect the runner to the benchmark's environment.
+type Hooks struct {
+	// Traffic returns the cumulative proxy counters of a backend (nil for
+	// BackendLocal).
+	Traffic func(sut.Backend) wanproxy.Snapshot
+	// Durable returns the bucket-side check of written files for a
+	// backend, nil when closing a file is enough (local).
+	Durable func(sut.Backend) scenario.Durable
+	// Clean deletes what an earlier run wrote under prefix (a directory
+	// relative to the mount root) for the system.
+	Clean func(ctx context.Context, sys sut.System, prefix string) error
+	// DropCaches drops the kernel's page, dentry and inode caches.
+	DropCaches func() error
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+}

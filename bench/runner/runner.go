@@ -1,0 +1,216 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"time"
+
+	"github.com/basin-csi/basin/bench/report"
+	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/wanproxy"
+)
+
+// Runner plays every scenario on every system.
+type Runner struct {
+	// constant
+	cfg   Config
+	hooks Hooks
+}
+
+// New validates cfg and returns a Runner.
+func New(cfg Config, hooks Hooks) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if hooks.DropCaches == nil {
+		hooks.DropCaches = scenario.DropCaches
+	}
+	if hooks.Logf == nil {
+		hooks.Logf = func(string, ...any) {}
+	}
+	return &Runner{cfg: cfg, hooks: hooks}, nil
+}
+
+// Run plays the scenarios on each system in turn and returns the report's
+// rows and columns (in the order of systems).
+func (r *Runner) Run(ctx context.Context, systems []sut.System) ([]report.Row, []report.System) {
+	defs := rowDefs(r.cfg)
+	rows := make([]report.Row, len(defs))
+	for i, d := range defs {
+		rows[i] = report.Row{Scenario: d.scenario, Phase: d.phase, Label: d.label, Unit: d.unit, Cells: map[string]report.Cell{}}
+	}
+	var cols []report.System
+	for _, sys := range systems {
+		col := report.System{Name: sys.Name(), Command: sys.Describe()}
+		cells := map[string]report.Cell{}
+		if err := sys.Check(ctx); err != nil {
+			col.Unavailable = err.Error()
+			r.hooks.Logf("[%s] n/a: %v", sys.Name(), err)
+			for _, d := range defs {
+				cells[d.id] = report.Cell{Status: report.NA, Reason: err.Error()}
+			}
+		} else {
+			s := &session{r: r, sys: sys, cells: cells}
+			s.run(ctx)
+			col.PeakRSS = sys.PeakRSS()
+			if err := sys.DropCache(); err != nil {
+				r.hooks.Logf("[%s] drop cache: %v", sys.Name(), err)
+			}
+		}
+		for i, d := range defs {
+			rows[i].Cells[sys.Name()] = cells[d.id]
+		}
+		cols = append(cols, col)
+	}
+	return rows, cols
+}
+
+// session is one system's pass through the scenarios.
+type session struct {
+	// constant
+	r   *Runner
+	sys sut.System
+
+	root  string                 // current mount root, "" when unmounted
+	cells map[string]report.Cell // by phase id
+}
+
+func (s *session) logf(format string, args ...any) {
+	s.r.hooks.Logf("[%s] "+format, append([]any{s.sys.Name()}, args...)...)
+}
+
+func (s *session) run(ctx context.Context) {
+	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch}
+	for _, b := range blocks {
+		if ctx.Err() != nil {
+			break
+		}
+		b(ctx)
+	}
+	if err := s.unmount(context.WithoutCancel(ctx)); err != nil {
+		s.logf("final unmount: %v", err)
+	}
+	for _, d := range rowDefs(s.r.cfg) {
+		if _, ok := s.cells[d.id]; !ok {
+			s.cells[d.id] = report.Cell{Status: report.Failed, Reason: "not run: " + context.Cause(ctx).Error()}
+		}
+	}
+}
+
+// fresh starts a scenario cold: unmounted, cache deleted, mounted, page
+// cache dropped.
+func (s *session) fresh(ctx context.Context) error {
+	if err := s.unmount(ctx); err != nil {
+		return err
+	}
+	if err := s.sys.DropCache(); err != nil {
+		return fmt.Errorf("drop the system's cache: %w", err)
+	}
+	if err := s.mount(ctx); err != nil {
+		return err
+	}
+	return s.r.hooks.DropCaches()
+}
+
+// remount unmounts and mounts again, keeping the persistent cache.
+func (s *session) remount(ctx context.Context) error {
+	if err := s.unmount(ctx); err != nil {
+		return err
+	}
+	return s.mount(ctx)
+}
+
+func (s *session) mount(ctx context.Context) error {
+	root, err := s.sys.Mount(ctx)
+	if err != nil {
+		return err
+	}
+	s.root = root
+	return nil
+}
+
+func (s *session) unmount(ctx context.Context) error {
+	if s.root == "" {
+		return nil
+	}
+	s.root = ""
+	return s.sys.Unmount(ctx)
+}
+
+// fail marks phases as failed without running them.
+func (s *session) fail(err error, ids ...string) {
+	for _, id := range ids {
+		s.cells[id] = report.Cell{Status: report.Failed, Reason: err.Error()}
+		s.logf("%s: failed: %v", id, err)
+	}
+}
+
+// measure runs one timed phase under the phase deadline and records its
+// cell with the traffic it caused. check, when set, validates the result
+// (byte counts, content) outside the timed part.
+func (s *session) measure(ctx context.Context, id string, fn func(context.Context) (scenario.Measure, error), check func(scenario.Measure) error) {
+	pctx, cancel := context.WithTimeout(ctx, s.r.cfg.PhaseTimeout)
+	defer cancel()
+	before := s.traffic()
+	m, err := fn(pctx)
+	cell := report.Cell{Status: report.OK, Measure: m, Traffic: s.traffic().Sub(before)}
+	if s.sys.Backend() == sut.BackendLocal {
+		cell.Traffic = nil
+	}
+	if err == nil && check != nil && !m.Partial {
+		err = check(m)
+	}
+	switch {
+	case err != nil:
+		cell.Status, cell.Reason = report.Failed, err.Error()
+		s.logf("%s: failed after %v: %v", id, m.Elapsed.Round(time.Millisecond), err)
+	case m.Partial:
+		cell.Status = report.Partial
+		s.logf("%s: stopped at the deadline: %d files, %.1f MB in %v", id, m.Files, float64(m.Bytes)/1e6, m.Elapsed.Round(time.Millisecond))
+	default:
+		s.logf("%s: %d files, %.1f MB in %v (%.1f MB/s, %.0f files/s)", id, m.Files, float64(m.Bytes)/1e6,
+			m.Elapsed.Round(time.Millisecond), m.MBps(), m.FilesPerSec())
+	}
+	s.cells[id] = cell
+}
+
+func (s *session) traffic() wanproxy.Snapshot {
+	if s.r.hooks.Traffic == nil {
+		return wanproxy.Snapshot{}
+	}
+	t := s.r.hooks.Traffic(s.sys.Backend())
+	if t == nil {
+		return wanproxy.Snapshot{}
+	}
+	return t
+}
+
+// seed gives every phase its own fixed random order, the same on every
+// system.
+func seed(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// path joins the mount root and a key.
+func (s *session) path(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
+
+// expectBytes checks a whole-file read moved exactly want bytes.
+func expectBytes(want int64) func(scenario.Measure) error {
+	return func(m scenario.Measure) error {
+		if m.Bytes != want {
+			return fmt.Errorf("read %d bytes, want %d", m.Bytes, want)
+		}
+		return nil
+	}
+}
+
+// both runs a then b, returning the first error.
+func both(a, b func(scenario.Measure) error) func(scenario.Measure) error {
+	return func(m scenario.Measure) error { return errors.Join(a(m), b(m)) }
+}

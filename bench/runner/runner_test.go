@@ -1,0 +1,179 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/report"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/sut/suttest"
+)
+
+func testConfig() Config {
+	return Config{
+		Sets: Sets{
+			Small:      dataset.Small(40, 20_000, 4),
+			Checkpoint: dataset.Checkpoint(2, 3<<20),
+			Tree:       dataset.Tree(30, 2, 2),
+			Write:      dataset.Checkpoint(2, 1<<20),
+		},
+		Threads: 4, RandThreads: 4, RandReads: 10, RandSize: 1 << 20,
+		PhaseTimeout:     time.Minute,
+		VerifySample:     5,
+		TorchUnavailable: "no torch in unit tests",
+	}
+}
+
+// populate writes every read set of cfg below root.
+func populate(t *testing.T, cfg Config, root string) {
+	t.Helper()
+	for _, set := range []dataset.Set{cfg.Sets.Small, cfg.Sets.Checkpoint, cfg.Sets.Tree} {
+		if _, err := dataset.Write(context.Background(), dataset.DirSink{Root: root}, set, 4, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type hookLog struct {
+	mu      sync.Mutex // guards the fields below
+	drops   int
+	cleaned []string
+}
+
+func hooks(l *hookLog) Hooks {
+	return Hooks{
+		DropCaches: func() error { l.mu.Lock(); l.drops++; l.mu.Unlock(); return nil },
+		Clean: func(_ context.Context, sys sut.System, prefix string) error {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.cleaned = append(l.cleaned, sys.Name()+":"+prefix)
+			return nil
+		},
+	}
+}
+
+func cell(t *testing.T, rows []report.Row, id, system string) report.Cell {
+	t.Helper()
+	for i, d := range rowDefs(testConfig()) {
+		if d.id == id {
+			return rows[i].Cells[system]
+		}
+	}
+	t.Fatalf("no row %s", id)
+	return report.Cell{}
+}
+
+func TestRunAllScenarios(t *testing.T) {
+	cfg := testConfig()
+	root := t.TempDir()
+	populate(t, cfg, root)
+	fake := suttest.New("fake", root, sut.BackendLocal)
+	gone := suttest.New("gone", root, sut.BackendS3)
+	gone.SetUnavailable("not installed")
+	var l hookLog
+	r, err := New(cfg, hooks(&l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, cols := r.Run(context.Background(), []sut.System{fake, gone})
+
+	if len(rows) != len(rowDefs(cfg)) || len(cols) != 2 {
+		t.Fatalf("%d rows, %d columns", len(rows), len(cols))
+	}
+	for i, d := range rowDefs(cfg) {
+		c := rows[i].Cells["fake"]
+		switch {
+		case d.id == torchCold || d.id == torchWarm:
+			if c.Status != report.NA {
+				t.Errorf("%s: %s, want n/a without torch", d.id, c.Status)
+			}
+		case c.Status != report.OK:
+			t.Errorf("%s: %s (%s), want ok", d.id, c.Status, c.Reason)
+		}
+		if g := rows[i].Cells["gone"]; g.Status != report.NA {
+			t.Errorf("%s: unavailable system is %s, want n/a", d.id, g.Status)
+		}
+	}
+	if c := cell(t, rows, metaCold, "fake"); c.Measure.Files != 30+2+4 {
+		t.Errorf("walk saw %d entries", c.Measure.Files)
+	}
+	if c := cell(t, rows, smallCold, "fake"); c.Measure.Bytes != cfg.Sets.Small.TotalBytes() {
+		t.Errorf("cold epoch read %d bytes", c.Measure.Bytes)
+	}
+	// Five fresh mounts (torch is skipped) and two remounts.
+	mounts, unmounts, drops := fake.Counts()
+	if mounts != 7 || unmounts != 7 || drops != 6 {
+		t.Errorf("mounts %d unmounts %d cache drops %d; want 7, 7, 6", mounts, unmounts, drops)
+	}
+	if cols[0].PeakRSS != 1<<20 || cols[1].Unavailable == "" {
+		t.Errorf("columns %+v", cols)
+	}
+	// Cleaned before the write and after the read-back.
+	if len(l.cleaned) != 2 || l.cleaned[0] != "fake:write/fake" || l.cleaned[1] != "fake:write/fake" {
+		t.Errorf("cleaned %v", l.cleaned)
+	}
+	if st, err := os.Stat(filepath.Join(root, "write/fake/shard-001.bin")); err != nil || st.Size() != 1<<20 {
+		t.Errorf("written shard: %v", err)
+	}
+}
+
+func TestWrongDataFails(t *testing.T) {
+	cfg := testConfig()
+	root := t.TempDir()
+	populate(t, cfg, root)
+	// Same length, different bytes: byte counts pass, the sample does not.
+	victim := filepath.Join(root, cfg.Sets.Small.Key(0))
+	if err := os.WriteFile(victim, make([]byte, cfg.Sets.Small.FileSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var l hookLog
+	r, err := New(cfg, hooks(&l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := r.Run(context.Background(), []sut.System{suttest.New("fake", root, sut.BackendLocal)})
+	c := cell(t, rows, smallCold, "fake")
+	if c.Status != report.Failed || !strings.Contains(c.Reason, "wrong data") {
+		t.Fatalf("cold epoch over wrong data: %+v", c)
+	}
+	if w := cell(t, rows, smallWarm, "fake"); w.Status != report.OK {
+		t.Errorf("warm epoch: %s", w.Status)
+	}
+}
+
+func TestMountFailureFailsScenario(t *testing.T) {
+	cfg := testConfig()
+	fake := suttest.New("fake", t.TempDir(), sut.BackendS3)
+	fake.SetMountError(errors.New("mount: no such device"))
+	var l hookLog
+	r, err := New(cfg, hooks(&l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := r.Run(context.Background(), []sut.System{fake})
+	for _, id := range []string{smallCold, smallDropCache, ckptCold, metaWarm, writeReadback} {
+		if c := cell(t, rows, id, "fake"); c.Status != report.Failed || c.Reason != "mount: no such device" {
+			t.Errorf("%s: %+v", id, c)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	bad := testConfig()
+	bad.RandSize = 1 << 30
+	if _, err := New(bad, Hooks{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("err = %v, want ErrInvalidConfig", err)
+	}
+	bad = testConfig()
+	bad.Sets.Tree.Fanout = 0
+	if _, err := New(bad, Hooks{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("err = %v, want ErrInvalidConfig", err)
+	}
+}

@@ -1,0 +1,172 @@
+package scenario
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// TorchConfig says how to run the DataLoader script.
+type TorchConfig struct {
+	// Python is the interpreter with torch installed (Debian's
+	// python3-torch lives in /usr/bin/python3).
+	Python string
+	// Script is bench/torch_epoch.py.
+	Script  string
+	Workers int
+	Batch   int
+	Seed    uint64
+}
+
+// ErrNoTorch means the interpreter cannot import torch.
+var ErrNoTorch = errors.New("scenario: python cannot import torch")
+
+// CheckTorch verifies that cfg.Python can import torch.
+func CheckTorch(ctx context.Context, cfg TorchConfig) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, cfg.Python, "-c", "import torch; print(torch.__version__)").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v: %s", ErrNoTorch, cfg.Python, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// TorchSession is one interpreter running bench/torch_epoch.py: torch is
+// imported and the directory listed once, then each Epoch is one pass of
+// the DataLoader, timed by the script. Keeping the interpreter between the
+// cold and the warm epoch keeps its start-up out of both.
+type TorchSession struct {
+	// constant
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  <-chan string // stdout lines; closed at EOF
+	stderr *tailBuffer
+	done   chan struct{} // closed when the process has exited
+}
+
+// torchLine is one JSON line of the script.
+type torchLine struct {
+	Ready   bool    `json:"ready"`
+	Files   int64   `json:"files"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+}
+
+// StartTorch starts the script over dir and waits, within ctx, until it
+// has imported torch and listed dir.
+func StartTorch(ctx context.Context, cfg TorchConfig, dir string) (*TorchSession, error) {
+	cmd := exec.Command(cfg.Python, cfg.Script, "--root", dir,
+		"--workers", strconv.Itoa(cfg.Workers), "--batch", strconv.Itoa(cfg.Batch),
+		"--seed", strconv.FormatUint(cfg.Seed%(1<<62), 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	t := &TorchSession{cmd: cmd, stdin: stdin, stderr: &tailBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = t.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("torch: start %s: %w", cfg.Python, err)
+	}
+	// The script prints one line per request, so the buffer never fills
+	// and the reader never blocks; Wait comes after stdout is drained.
+	lines := make(chan string, 16)
+	t.lines = lines
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_ = cmd.Wait()
+		close(t.done)
+	}()
+	if _, err := t.next(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Epoch runs one epoch. A deadline kills the script: a partial epoch has
+// no meaningful rate.
+func (t *TorchSession) Epoch(ctx context.Context) (Measure, error) {
+	if _, err := io.WriteString(t.stdin, "epoch\n"); err != nil {
+		return Measure{}, fmt.Errorf("torch: %w: %s", err, t.stderr.String())
+	}
+	r, err := t.next(ctx)
+	if err != nil {
+		return Measure{}, err
+	}
+	return Measure{Bytes: r.Bytes, Files: r.Files, Elapsed: time.Duration(r.Seconds * float64(time.Second))}, nil
+}
+
+// next reads the script's next JSON line.
+func (t *TorchSession) next(ctx context.Context) (torchLine, error) {
+	var r torchLine
+	select {
+	case line, ok := <-t.lines:
+		if !ok {
+			<-t.done
+			return r, fmt.Errorf("torch: script ended: %v: %s", t.cmd.ProcessState, t.stderr.String())
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return r, fmt.Errorf("torch: bad line %q: %w", line, err)
+		}
+		return r, nil
+	case <-ctx.Done():
+		t.kill()
+		return r, fmt.Errorf("torch: %w", ctx.Err())
+	}
+}
+
+// Close ends the script (end of stdin) and waits for it.
+func (t *TorchSession) Close() {
+	_ = t.stdin.Close()
+	select {
+	case <-t.done:
+	case <-time.After(30 * time.Second):
+		t.kill()
+	}
+}
+
+func (t *TorchSession) kill() {
+	_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL) // workers too
+	<-t.done
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 4096 {
+		b.buf = b.buf[len(b.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.TrimSpace(string(b.buf))
+}

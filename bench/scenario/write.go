@@ -1,0 +1,95 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/basin-csi/basin/bench/dataset"
+)
+
+// Durable reports whether the object behind a written file (its path
+// relative to the mount root, as a key) has reached the bucket with size
+// bytes. Nil means "close is enough" (a local directory).
+type Durable func(ctx context.Context, key string, size int64) (bool, error)
+
+// WriteFiles writes every object of set below root/dir, one after another
+// with 1 MiB writes, fsync and close, then waits until durable reports each
+// one in the bucket. The time covers both, so a file system that uploads
+// after close is not flattered.
+func WriteFiles(ctx context.Context, root, dir string, set dataset.Set, durable Durable) (Measure, error) {
+	var m Measure
+	buf := make([]byte, readBuf)
+	start := time.Now()
+	keys := make([]string, 0, set.Files)
+	for i := 0; i < set.Files && ctx.Err() == nil; i++ {
+		key := dir + "/" + filepath.Base(set.Key(i))
+		n, err := writeFile(filepath.Join(root, key), set.Content(set.Key(i), set.FileSize), buf)
+		m.Bytes += n
+		if err != nil {
+			m.Elapsed = time.Since(start)
+			return m, err
+		}
+		keys = append(keys, key)
+		m.Files++
+	}
+	for _, key := range keys {
+		if err := waitDurable(ctx, durable, key, set.FileSize); err != nil {
+			m.Elapsed = time.Since(start)
+			if ctx.Err() != nil {
+				return m, stopped(ctx, &m)
+			}
+			return m, err
+		}
+	}
+	m.Elapsed = time.Since(start)
+	return m, stopped(ctx, &m)
+}
+
+func writeFile(path string, body io.Reader, buf []byte) (int64, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 0, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.CopyBuffer(struct{ io.Writer }{f}, body, buf)
+	if err != nil {
+		f.Close()
+		return n, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return n, fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return n, fmt.Errorf("close %s: %w", path, err)
+	}
+	return n, nil
+}
+
+func waitDurable(ctx context.Context, durable Durable, key string, size int64) error {
+	if durable == nil {
+		return nil
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := durable(ctx, key, size)
+		if err != nil {
+			return fmt.Errorf("check %s in the bucket: %w", key, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}

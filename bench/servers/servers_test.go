@@ -1,0 +1,81 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/backend"
+)
+
+func TestMinIO(t *testing.T) {
+	bin := testserver.RequireBinary(t, "minio", testserver.MinIOInstallHint)
+	ctx := context.Background()
+	s, err := StartMinIO(ctx, bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := objstore.Config{Backend: objstore.BackendS3, Bucket: "servers-test", Endpoint: s.Endpoint, Region: MinIORegion, PathStyle: true}
+	creds := objstore.Credentials{AccessKeyID: MinIOAccessKey, SecretAccessKey: MinIOSecretKey}
+	admin, err := backend.OpenAdmin(ctx, cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateBucket(ctx, cfg.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	store, err := backend.Open(ctx, cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Put(ctx, "k", strings.NewReader("v"), objstore.PutOptions{Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := store.Stat(ctx, "k"); err != nil || info.Size != 1 {
+		t.Fatalf("Stat = %+v, %v", info, err)
+	}
+	s.Stop()
+	if _, err := http.Get(s.Endpoint + "/minio/health/live"); err == nil {
+		t.Fatal("MinIO still answers after Stop")
+	}
+}
+
+func TestGCS(t *testing.T) {
+	bin := testserver.RequireBinary(t, "fake-gcs-server", testserver.GCSInstallHint)
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StartGCS(context.Background(), bin, t.TempDir(), port, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if want := fmt.Sprintf("http://127.0.0.1:%d", port); s.Endpoint != want {
+		t.Errorf("Endpoint = %s, want %s", s.Endpoint, want)
+	}
+	resp, err := http.Get(s.Endpoint + "/storage/v1/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "storage#buckets") {
+		t.Fatalf("list buckets: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestStartFailure(t *testing.T) {
+	_, err := StartMinIO(context.Background(), "/bin/false", t.TempDir())
+	if !errors.Is(err, ErrNotReady) {
+		t.Fatalf("err = %v, want ErrNotReady", err)
+	}
+}
