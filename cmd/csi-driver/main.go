@@ -27,6 +27,8 @@ func commands() map[string]command {
 	return map[string]command{
 		"mount":      {summary: "mount a bucket with a local cache (FUSE); see mount --help", run: runMount},
 		"controller": {summary: "serve the CSI controller (CreateVolume, DeleteVolume); see controller --help", run: runController},
+		"node":       {summary: "serve the CSI node plugin (stage, publish, heal FUSE mounts); see node --help", run: runNode},
+		"demo":       {summary: "generate a local-directory bucket, mount it with a cache, read it cold then warm", run: runDemo},
 		"version":    {summary: "print the version", run: runVersion},
 	}
 }

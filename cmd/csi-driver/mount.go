@@ -3,10 +3,115 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/fuse"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/backend"
 )
 
-// runMount is replaced by the FUSE issue's implementation.
-func runMount(_ context.Context, _ []string, _, _ io.Writer) error {
-	return errors.New("not yet implemented")
+// runMount is `csi-driver mount`: parse, open store and cache, serve until
+// ctx ends (SIGINT/SIGTERM), unmount.
+func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseMountArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		mountUsage(stdout)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w\n(see csi-driver mount --help)", err)
+	}
+	if cfg.Debug {
+		var kf flag.FlagSet
+		klog.InitFlags(&kf)
+		_ = kf.Set("v", "4")
+	}
+	return serveMount(ctx, cfg)
+}
+
+// serveMount runs one mount described by a validated config until ctx ends
+// or the mount goes away.
+func serveMount(ctx context.Context, cfg mountConfig) error {
+	s, err := openMount(ctx, cfg, nil)
+	if err != nil && ctx.Err() != nil {
+		// SIGTERM/SIGINT while mounting: Mount undid itself; a clean exit.
+		klog.InfoS("signal received while mounting, exiting", "volume", cfg.Cache.VolumeID, "err", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	klog.InfoS("serving", "volume", cfg.Cache.VolumeID, "source", cfg.Source.String(),
+		"mountpoint", cfg.Mountpoint, "cacheDir", cfg.CacheDir)
+	select {
+	case <-ctx.Done():
+		klog.InfoS("signal received, unmounting", "volume", cfg.Cache.VolumeID, "mountpoint", cfg.Mountpoint)
+		return s.mounted.Unmount()
+	case <-s.mounted.Done():
+		klog.InfoS("mount went away", "volume", cfg.Cache.VolumeID, "mountpoint", cfg.Mountpoint)
+		return nil
+	}
+}
+
+// mountSession is one open store, cache and mounted file system.
+type mountSession struct {
+	store   objstore.Store
+	cache   *cache.Cache
+	mounted *fuse.Mounted
+}
+
+// openMount opens the store (wrapped by wrap when not nil), the cache and
+// the file system, and mounts it. close releases them in reverse order.
+func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) objstore.Store) (*mountSession, error) {
+	var creds objstore.Credentials // zero: the backend's default chain
+	if cfg.CredentialsFile != "" {
+		var err error
+		if creds, err = readCredentialsFile(cfg.CredentialsFile); err != nil {
+			return nil, err
+		}
+	}
+	store, err := backend.Open(ctx, cfg.Store, creds)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.Source, err)
+	}
+	store = objstore.WithPrefix(store, cfg.Source.Prefix)
+	if wrap != nil {
+		store = wrap(store)
+	}
+	s := &mountSession{store: store}
+	if s.cache, err = cache.Open(ctx, cfg.CacheDir, store, cfg.Cache); err != nil {
+		s.close()
+		return nil, fmt.Errorf("open cache %s: %w", cfg.CacheDir, err)
+	}
+	fsys, err := fuse.New(cfg.FS, store, s.cache)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.mounted, err = fsys.Mount(ctx, cfg.Mountpoint, cfg.Mount); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// close unmounts (if still mounted) and closes the cache and the store.
+func (s *mountSession) close() {
+	if s.mounted != nil {
+		if err := s.mounted.Unmount(); err != nil { // idempotent
+			klog.ErrorS(err, "unmount")
+		}
+	}
+	if s.cache != nil {
+		if err := s.cache.Close(); err != nil {
+			klog.ErrorS(err, "close cache", "dir", s.cache.Dir())
+		}
+	}
+	_ = s.store.Close()
 }

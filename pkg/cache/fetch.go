@@ -326,5 +326,5 @@ func (c *Cache) versionMoved(o *object) {
 		c.staleKeys[o.info.Key] = struct{}{}
 	}
 	c.mu.Unlock()
-	c.Invalidate(o.info.Key)
+	c.invalidate(o.info.Key) // on a read path: the periodic flush persists it
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -215,6 +216,18 @@ func (c *Cache) cachedListing(dir string) (Listing, bool, error) {
 // Invalidate forgets key's attributes (positive or negative) and the
 // listing of its parent directory, after a local write/unlink/rename.
 func (c *Cache) Invalidate(key string) {
+	c.invalidate(key)
+	// Persist now, not at the next periodic flush: a crash inside that
+	// window would bring back the stale listing or negative entry and hide
+	// an object the caller has just written (ENOENT after a restart).
+	// Invalidations follow uploads and deletes, so the commit is cheap.
+	if err := c.flush(); err != nil {
+		klog.ErrorS(err, "cache: persisting an invalidation", "volume", c.opts.VolumeID, "key", key)
+	}
+}
+
+// invalidate updates the in-memory overlay only; the next flush persists it.
+func (c *Cache) invalidate(key string) {
 	if key != "" {
 		c.setAttr(key, pendingAttr{kind: attrDeleted})
 	}

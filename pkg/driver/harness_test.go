@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/basin-csi/basin/internal/testserver"
-	"github.com/basin-csi/basin/pkg/driver/drivertest"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
@@ -28,14 +27,6 @@ type harness struct {
 	controller csi.ControllerClient
 	identity   csi.IdentityClient
 }
-
-// stubNode serves drivertest.NodeStub as a Service of the Driver, for
-// csi-sanity's cleanup calls until the real node service exists.
-type stubNode struct{ drivertest.NodeStub }
-
-func (s *stubNode) register(g *grpc.Server)                     { csi.RegisterNodeServer(g, &s.NodeStub) }
-func (s *stubNode) pluginCapabilities() []*csi.PluginCapability { return nil }
-func (s *stubNode) probe(context.Context) error                 { return nil }
 
 // startDriver serves a Driver with a controller of cfg (and extra
 // services) until the test ends.

@@ -11,7 +11,6 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
-	"github.com/basin-csi/basin/pkg/driver/drivertest"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
@@ -32,16 +31,20 @@ func (g sanityIDs) GenerateUniqueValidVolumeID() string {
 }
 
 // TestSanity runs csi-sanity (github.com/kubernetes-csi/csi-test/v5) against
-// the Identity and Controller services with a real MinIO, provisioning
-// prefixes inside a bucket. The Node specs are skipped until the node
-// service exists; a stub answers sanity's node cleanup calls.
+// the Identity, Controller and Node services in one process with a real
+// MinIO, provisioning prefixes inside a bucket; the node stages every
+// volume with a real FUSE process.
 func TestSanity(t *testing.T) {
 	s := minioStore(t)
-	h := startDriver(t, ControllerConfig{}, &stubNode{drivertest.NodeStub{NodeID: "sanity-node"}})
-	dir := t.TempDir()
+	node := startNode(t, nil)
+	h := startDriver(t, ControllerConfig{}, node.node)
+	dir := filepath.Join(node.dir, "sanity")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 
 	secrets := map[string]map[string]string{}
-	for _, k := range []string{"CreateVolumeSecret", "DeleteVolumeSecret", "ControllerValidateVolumeCapabilitiesSecret"} {
+	for _, k := range []string{"CreateVolumeSecret", "DeleteVolumeSecret", "ControllerValidateVolumeCapabilitiesSecret", "NodeStageVolumeSecret"} {
 		secrets[k] = s.secrets
 	}
 	secretsFile := filepath.Join(dir, "secrets.yaml")
@@ -60,10 +63,9 @@ func TestSanity(t *testing.T) {
 	sc := sanity.GinkgoTest(&cfg)
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	suite, reporter := ginkgo.GinkgoConfiguration()
-	suite.SkipStrings = append(suite.SkipStrings, "Node Service") // no node service yet
 	reportFile := filepath.Join(dir, "report.json")
 	reporter.JSONReport = reportFile
-	ok := ginkgo.RunSpecs(t, "Basin CSI sanity (identity, controller; MinIO)", suite, reporter)
+	ok := ginkgo.RunSpecs(t, "Basin CSI sanity (identity, controller, node; MinIO)", suite, reporter)
 	sc.Finalize()
 
 	passed, failed, skipped := sanityCounts(t, reportFile)
@@ -71,8 +73,8 @@ func TestSanity(t *testing.T) {
 	if !ok || failed > 0 {
 		t.Errorf("csi-sanity failed (%d specs)", failed)
 	}
-	// Identity (3) and the Controller specs this driver supports must have run.
-	if passed < 15 {
+	// Identity, Controller and Node specs must have run.
+	if passed < 40 {
 		t.Errorf("only %d specs passed; the suite did not run what it should", passed)
 	}
 	// Every volume sanity created was deleted: nothing is left under the prefix.

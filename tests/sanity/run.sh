@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # Runs csi-sanity (kubernetes-csi/csi-test v5) against the real
-# `csi-driver controller` binary and a real MinIO started here, with
-# provisioning=bucket (the Go test TestSanity in pkg/driver covers
-# provisioning=prefix).
+# `csi-driver controller` and `csi-driver node` binaries and a real MinIO
+# started here, with provisioning=bucket (the Go test TestSanity in
+# pkg/driver covers provisioning=prefix). The node stages every volume with
+# a real FUSE process, so this needs root and /dev/fuse.
 #
-# Two passes, because csi-sanity sends the Identity specs and its cleanup
-# calls to the node endpoint:
+# Two passes:
 #   1. the Identity (and GroupController) specs against the controller;
-#   2. the Controller specs, with the node endpoint served by
-#      tests/sanity/nodestub (a Node service without volumes) until the real
-#      node plugin exists. Then: start `csi-driver node` instead of the stub,
-#      drop 'Node Service' from the skip list, and run everything in one pass.
+#   2. the Controller and Node specs, with the controller and node plugins
+#      on their own sockets, as in a cluster.
 #
 # Usage: tests/sanity/run.sh [path/to/csi-driver]   (default: build it)
 set -euo pipefail
@@ -26,12 +24,21 @@ need() {
 need csi-sanity "GOBIN=$TOOLS_DIR/bin go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0"
 need minio "GOBIN=$TOOLS_DIR/bin go install github.com/minio/minio@<version in .ci/run>"
 need curl "apt-get install curl"
+[ "$(id -u)" = 0 ] && [ -e /dev/fuse ] || { echo "sanity: the node plugin mounts FUSE: run as root with /dev/fuse" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/basin-sanity.XXXXXX) # short: socket paths have a 107-byte limit
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  # FUSE processes outlive the node plugin by design: stop them, and detach
+  # every mount left under $work (deepest first) so none leaks.
+  for f in $(grep -lzF -- "$work/cache/" /proc/[0-9]*/cmdline 2>/dev/null); do
+    p=${f#/proc/}
+    kill -KILL "${p%/cmdline}" 2>/dev/null || true
+  done
+  awk -v w="$work/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,7 +48,6 @@ if [ -z "$bin" ]; then
   go build -o "$work/csi-driver" ./cmd/csi-driver
   bin=$work/csi-driver
 fi
-go build -o "$work/nodestub" ./tests/sanity/nodestub
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port)
@@ -62,7 +68,8 @@ curl -fsS "$endpoint/minio/health/live" >/dev/null || { echo "sanity: MinIO did 
 
 "$bin" controller --endpoint "unix://$work/controller.sock" --node-id sanity -v=2 >"$work/controller.log" 2>&1 &
 pids+=($!)
-"$work/nodestub" --endpoint "unix://$work/node.sock" >"$work/nodestub.log" 2>&1 &
+"$bin" node --endpoint "unix://$work/node.sock" --node-id sanity --cache-root "$work/cache" \
+  --state-file "$work/node/state.json" -v=2 >"$work/node.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do
   [ -S "$work/controller.sock" ] && [ -S "$work/node.sock" ] && break
@@ -82,6 +89,7 @@ cat >"$work/secrets.yaml" <<YAML
 CreateVolumeSecret: $secret
 DeleteVolumeSecret: $secret
 ControllerValidateVolumeCapabilitiesSecret: $secret
+NodeStageVolumeSecret: $secret
 YAML
 chmod 0600 "$work/secrets.yaml"
 
@@ -108,17 +116,19 @@ run_pass() { # name, csi-sanity args...
 # The GroupController specs ask the node endpoint's Identity service whether
 # to run, so they go with the Identity specs.
 run_pass identity --csi.endpoint "unix://$work/controller.sock" --ginkgo.focus 'Identity Service|GroupController'
-run_pass controller --csi.endpoint "unix://$work/node.sock" --csi.controllerendpoint "unix://$work/controller.sock" \
-  --ginkgo.skip 'Node Service|Identity Service|GroupController'
+run_pass controller-node --csi.endpoint "unix://$work/node.sock" --csi.controllerendpoint "unix://$work/controller.sock" \
+  --ginkgo.skip 'Identity Service|GroupController'
 
 echo
-echo "csi-sanity total: $passed passed, $failed failed, $pending pending, $skipped skipped (Node specs skipped: no node plugin yet)"
-if grep -qF -e "$secret_key" "$work/controller.log"; then
-  echo "sanity: the secret key appears in the controller log" >&2
-  status=1
-fi
-if [ "$status" != 0 ] || [ "$failed" != 0 ] || [ "$passed" -lt 15 ]; then
-  echo "sanity: FAILED; controller log:" >&2
-  tail -50 "$work/controller.log" >&2
+echo "csi-sanity total: $passed passed, $failed failed, $pending pending, $skipped skipped"
+for log in controller node; do
+  if grep -qF -e "$secret_key" "$work/$log.log"; then
+    echo "sanity: the secret key appears in the $log log" >&2
+    status=1
+  fi
+done
+if [ "$status" != 0 ] || [ "$failed" != 0 ] || [ "$passed" -lt 35 ]; then
+  echo "sanity: FAILED; controller and node logs:" >&2
+  tail -n 50 "$work/controller.log" "$work/node.log" >&2
   exit 1
 fi

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/s3store"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testserver.Shutdown()
+	os.Exit(code)
+}
+
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testserver.Unavailable(t, "FUSE tests need root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testserver.Unavailable(t, "no /dev/fuse: %v", err)
+	}
+}
+
+// isMounted reports whether dir is a mount point (per /proc/self/mountinfo).
+func isMounted(t *testing.T, dir string) bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// startMount runs `csi-driver mount args...` in-process until the returned
+// stop is called; cleanup stops it and lazily detaches a leftover mount.
+func startMount(t *testing.T, mnt string, args ...string) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() { done <- runMount(ctx, args, io.Discard, &stderr) }()
+	stopped := false
+	var result error
+	stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(30 * time.Second):
+				result = fmt.Errorf("mount command did not return after cancel")
+			}
+		}
+		return result
+	}
+	t.Cleanup(func() {
+		_ = stop()
+		if mnt != "" && isMounted(t, mnt) {
+			t.Errorf("%s still mounted at cleanup", mnt)
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	if mnt != "" {
+		waitFor(t, "the mount", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("mount command returned early: %v\n%s", err, stderr.String())
+			default:
+			}
+			return isMounted(t, mnt)
+		})
+		// Mounted is not served yet: wait for an answer from the server.
+		waitFor(t, "the server", func() bool { _, err := os.Stat(mnt); return err == nil })
+	}
+	return stop
+}
+
+func TestMountCommandFile(t *testing.T) {
+	requireFUSE(t)
+	bucket, mnt := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bucket, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bucket, "sub", "a.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := startMount(t, mnt, "--cache-dir", t.TempDir(), "--metadata-ttl", "0", "file://"+bucket, mnt)
+
+	got, err := os.ReadFile(filepath.Join(mnt, "sub", "a.txt"))
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("read through the mount: %q, %v", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "sub", "b.txt"), []byte("written"), 0o644); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(bucket, "sub", "b.txt")); err != nil || string(got) != "written" {
+		t.Errorf("bucket after write: %q, %v", got, err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil || uint64(st.Blocks)*uint64(st.Bsize) != 10<<30 {
+		t.Errorf("statfs: %d blocks of %d, %v; want the 10Gi cache size", st.Blocks, st.Bsize, err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if isMounted(t, mnt) {
+		t.Error("still mounted after the command returned")
+	}
+}
+
+func TestMountCommandReadOnly(t *testing.T) {
+	requireFUSE(t)
+	bucket, mnt := t.TempDir(), t.TempDir()
+	startMount(t, mnt, "--cache-dir", t.TempDir(), "--read-only", "file://"+bucket, mnt)
+	err := os.WriteFile(filepath.Join(mnt, "x"), nil, 0o644)
+	if errno, _ := err.(*os.PathError); errno == nil || errno.Err != syscall.EROFS {
+		t.Errorf("write on a read-only mount: %v, want EROFS", err)
+	}
+}
+
+// TestMountCommandFD serves a /dev/fuse descriptor this process mounted
+// itself, the way the node plugin hands one to the FUSE process.
+func TestMountCommandFD(t *testing.T) {
+	requireFUSE(t)
+	bucket, mnt := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("via fd"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open("/dev/fuse", syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,max_read=1048576", fd)
+	if err := syscall.Mount("basin-test", mnt, "fuse.basin", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		syscall.Close(fd)
+		t.Fatalf("mount(2): %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	stop := startMount(t, "", "--fd", fmt.Sprint(fd), "--cache-dir", t.TempDir(), "file://"+bucket)
+
+	// Read from a child process: in fd mode go-fuse cannot run its poll
+	// hack (it has no path), and a Go program that opens files on a mount
+	// it serves itself can deadlock in epoll_ctl on the kernel's POLL.
+	var got []byte
+	waitFor(t, "reads through the fd", func() bool {
+		got, err = exec.Command("cat", filepath.Join(mnt, "f")).Output()
+		return err == nil
+	})
+	if string(got) != "via fd" {
+		t.Errorf("read = %q", got)
+	}
+	// The plugin owns the mount: stopping the command leaves it mounted.
+	if err := stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if !isMounted(t, mnt) {
+		t.Error("fd mode unmounted the caller's mount")
+	}
+	if err := syscall.Unmount(mnt, 0); err != nil {
+		t.Errorf("unmount by the owner: %v", err)
+	}
+}
+
+func TestMountCommandMinIO(t *testing.T) {
+	requireFUSE(t)
+	srv := testserver.MinIO(t)
+	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
+	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	bucket := fmt.Sprintf("basin-cmd-%d", time.Now().UnixNano())
+	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bucket = bucket
+	store, err := s3store.New(t.Context(), cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Put(t.Context(), "vol/data/x", strings.NewReader("in minio"), objstore.PutOptions{Size: 8}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, extra ...string) {
+		mnt := t.TempDir()
+		args := append([]string{"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
+			"--cache-dir", t.TempDir()}, extra...)
+		startMount(t, mnt, append(args, "s3://"+bucket+"/vol", mnt)...)
+		got, err := os.ReadFile(filepath.Join(mnt, "data", "x"))
+		if err != nil || string(got) != "in minio" {
+			t.Fatalf("read: %q, %v", got, err)
+		}
+		if err := os.WriteFile(filepath.Join(mnt, "data", "y"), []byte("up"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Stat(t.Context(), "vol/data/y"); err != nil {
+			t.Errorf("written file not under the prefix in the bucket: %v", err)
+		}
+	}
+	t.Run("environment", func(t *testing.T) {
+		t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+		check(t)
+	})
+	t.Run("credentials file", func(t *testing.T) {
+		t.Setenv("AWS_ACCESS_KEY_ID", "")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+		dir := filepath.Join(t.TempDir(), "creds")
+		path, err := writeCredentialsFile(dir, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "--credentials-file", path)
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("credentials file left behind: %v", err)
+		}
+	})
+}
+
+// TestMountCommandSIGTERM runs the real binary and checks that SIGTERM
+// unmounts cleanly and exits 0.
+func TestMountCommandSIGTERM(t *testing.T) {
+	requireFUSE(t)
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "csi-driver")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	bucket, mnt := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "mount", "--cache-dir", t.TempDir(), "file://"+bucket, mnt)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if isMounted(t, mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	waitFor(t, "the mount", func() bool { return isMounted(t, mnt) })
+	if got, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(got) != "x" {
+		t.Fatalf("read: %q, %v", got, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit 30 s after SIGTERM\n%s", stderr.String())
+	}
+	if isMounted(t, mnt) {
+		t.Error("still mounted after SIGTERM")
+	}
+}

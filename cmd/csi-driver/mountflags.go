@@ -1,0 +1,174 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// quantityValue is a flag holding a byte size written as a Kubernetes
+// quantity.
+type quantityValue struct{ p *int64 }
+
+func (v quantityValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return formatQuantity(*v.p)
+}
+
+func (v quantityValue) Set(s string) error {
+	n, err := parseQuantity(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+// ttlValue is a flag holding a TTL ("90s", "0", "-1").
+type ttlValue struct{ p *time.Duration }
+
+func (v ttlValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return formatTTL(*v.p)
+}
+
+func (v ttlValue) Set(s string) error {
+	d, err := parseTTL(s)
+	if err != nil {
+		return err
+	}
+	*v.p = d
+	return nil
+}
+
+// modeValue is a flag holding octal permission bits.
+type modeValue struct{ p *os.FileMode }
+
+func (v modeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%04o", uint32(*v.p))
+}
+
+func (v modeValue) Set(s string) error {
+	n, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || n > 0o777 {
+		return fmt.Errorf("invalid mode %q: want octal permission bits up to 0777", s)
+	}
+	*v.p = os.FileMode(n)
+	return nil
+}
+
+// mountFlagSet declares the flags of `csi-driver mount` into f.
+func mountFlagSet(f *mountFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; --help prints mountUsage
+	fs.StringVar(&f.endpoint, "endpoint", f.endpoint, "object store `URL` (MinIO, OSS region endpoint, fake-gcs-server); default: the backend's own")
+	fs.StringVar(&f.region, "region", f.region, "S3/OSS signing `region`; default: from the environment/profile, else us-east-1")
+	fs.BoolVar(&f.pathStyle, "path-style", f.pathStyle, "address S3 buckets as ENDPOINT/BUCKET (MinIO and most S3-compatible stores)")
+	fs.StringVar(&f.cacheDir, "cache-dir", f.cacheDir, "cache `directory` (created 0700; kept across mounts); default: $XDG_CACHE_HOME/basin/VOLUME-ID")
+	fs.StringVar(&f.volumeID, "volume-id", f.volumeID, "`name` of the volume in logs and in the default cache directory; default: derived from SOURCE")
+	fs.Var(quantityValue{&f.cacheSize}, "cache-size", "cap on the cache's disk use, a Kubernetes `quantity` (0: only keep 5% of the disk free)")
+	fs.Var(quantityValue{&f.cacheBlockSize}, "cache-block-size", "cache block `size` (multiple of 4Ki)")
+	fs.Var(ttlValue{&f.metadataTTL}, "metadata-ttl", "how long attributes and listings are trusted: a Go `duration`, 0 (always ask the bucket) or -1 (forever: immutable data)")
+	fs.Var(ttlValue{&f.negativeTTL}, "negative-metadata-ttl", "how long \"no such file\" is trusted (`duration`, 0 or -1)")
+	fs.Var(quantityValue{&f.readAhead}, "read-ahead", "largest prefetch window of a sequential reader (`quantity`; 0 disables prefetching)")
+	fs.IntVar(&f.maxParallelFetches, "max-parallel-fetches", f.maxParallelFetches, "concurrent GET requests of this mount")
+	fs.DurationVar(&f.opTimeout, "op-timeout", f.opTimeout, "bound on the bucket requests of one file system operation; past it the operation fails with EIO")
+	fs.BoolVar(&f.readOnly, "read-only", f.readOnly, "mount read-only: every change fails with EROFS")
+	fs.Int64Var(&f.uid, "uid", f.uid, "owner `uid` of all files (-1: the mounting user)")
+	fs.Int64Var(&f.gid, "gid", f.gid, "group `gid` of all files (-1: the mounting user's group)")
+	fs.Var(modeValue{&f.fileMode}, "file-mode", "permission bits of files (`octal`)")
+	fs.Var(modeValue{&f.dirMode}, "dir-mode", "permission bits of directories (`octal`)")
+	fs.BoolVar(&f.allowOther, "allow-other", f.allowOther, "let other users access the mount (non-root needs user_allow_other in /etc/fuse.conf)")
+	fs.BoolVar(&f.foreground, "foreground", f.foreground, "stay in the foreground (always the case: run it under a supervisor or with & to background it)")
+	fs.IntVar(&f.fd, "fd", f.fd, "serve an already mounted /dev/fuse descriptor `N` inherited from the parent instead of mounting MOUNTPOINT; the mount is left to the parent at exit")
+	fs.StringVar(&f.credentialsFile, "credentials-file", f.credentialsFile, "read the store's credentials from this 0600 `file` and delete it (how the node plugin hands them over; a path, never a secret, on the command line)")
+	fs.BoolVar(&f.disablePassthrough, "disable-passthrough", f.disablePassthrough, "serve all reads in user space even where FUSE passthrough works")
+	fs.BoolVar(&f.debug, "debug", f.debug, "log every FUSE request and verbose cache events")
+	return fs
+}
+
+const mountSynopsis = `Usage: csi-driver mount [flags] SOURCE MOUNTPOINT
+       csi-driver mount [flags] --fd N SOURCE
+
+Mounts a bucket, or a prefix of one, as a POSIX file system with a local
+cache: the first read of a byte goes to the bucket, later reads come from
+the cache directory (also after a remount).
+
+SOURCE is one of
+  s3://BUCKET[/PREFIX]     Amazon S3 or an S3-compatible store (--endpoint, --path-style)
+  oss://BUCKET[/PREFIX]    Alibaba Cloud OSS (--endpoint https://oss-REGION.aliyuncs.com)
+  gs://BUCKET[/PREFIX]     Google Cloud Storage
+  file:///ABS/DIR          a local directory playing the bucket
+
+Credentials never go on the command line. They come from the standard
+places: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN,
+AWS_PROFILE and ~/.aws/{credentials,config}, web identity (IRSA) and
+instance metadata for s3:// and oss://; GOOGLE_APPLICATION_CREDENTIALS or
+the application default credentials for gs://; or, from the node plugin,
+a --credentials-file that is deleted once read.
+
+The command stays in the foreground and serves the mount until SIGINT or
+SIGTERM, then unmounts (with --fd it just stops serving). Sizes are
+Kubernetes quantities (512Mi, 10Gi); durations are Go durations (90s, 2h).
+
+Flags:
+`
+
+// mountUsage writes the complete help of `csi-driver mount`.
+func mountUsage(w io.Writer) {
+	f := defaultMountFlags()
+	fs := mountFlagSet(&f)
+	fmt.Fprint(w, mountSynopsis)
+	fs.VisitAll(func(fl *flag.Flag) {
+		name, usage := flag.UnquoteUsage(fl)
+		line := "  --" + fl.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "        %s", usage)
+		if fl.DefValue != "" && fl.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", fl.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// parseMountArgs parses flags placed anywhere among the arguments.
+func parseMountArgs(args []string) (mountConfig, error) {
+	f := defaultMountFlags()
+	fs := mountFlagSet(&f)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return mountConfig{}, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" {
+			positional = append(positional, args[1:]...)
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+	for _, a := range positional {
+		if strings.HasPrefix(a, "-") {
+			return mountConfig{}, fmt.Errorf("argument %q looks like a flag after --", a)
+		}
+	}
+	return newMountConfig(f, positional)
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	flagpkg "flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+func TestParseMountArgs(t *testing.T) {
+	mnt := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, c mountConfig)
+	}{
+		{"defaults", []string{"s3://b/p", mnt}, func(t *testing.T, c mountConfig) {
+			if c.Store.Backend != objstore.BackendS3 || c.Store.Bucket != "b" || c.Source.Prefix != "p/" {
+				t.Errorf("store %+v source %+v", c.Store, c.Source)
+			}
+			if c.Mountpoint != mnt || c.FS.ReadOnly || c.FS.MetadataTTL != time.Minute || c.Cache.Capacity != 10<<30 {
+				t.Errorf("config %+v", c)
+			}
+			if c.FS.UID != uint32(os.Geteuid()) || c.FS.FileMode != 0o644 || c.FS.DirMode != 0o755 {
+				t.Errorf("ownership %d %o %o", c.FS.UID, c.FS.FileMode, c.FS.DirMode)
+			}
+			if !strings.HasPrefix(c.Cache.VolumeID, "manual-") || !strings.HasSuffix(c.CacheDir, c.Cache.VolumeID) {
+				t.Errorf("volume %q cache dir %q", c.Cache.VolumeID, c.CacheDir)
+			}
+		}},
+		{"every flag, after the arguments too", []string{
+			"--endpoint", "http://127.0.0.1:9000", "--region", "eu-west-1", "--path-style",
+			"--cache-dir", "/var/cache/x", "--cache-size", "1Gi", "--cache-block-size", "1Mi",
+			"gs://bkt", mnt,
+			"--metadata-ttl", "-1", "--negative-metadata-ttl", "0", "--read-ahead", "0",
+			"--read-only", "--uid", "1000", "--gid", "2000", "--file-mode", "0600", "--dir-mode", "700",
+			"--allow-other", "--foreground", "--op-timeout", "5s", "--debug", "--max-parallel-fetches", "3",
+			"--disable-passthrough", "--volume-id", "vol-1",
+		}, func(t *testing.T, c mountConfig) {
+			want := objstore.Config{Backend: objstore.BackendGCS, Bucket: "bkt", Endpoint: "http://127.0.0.1:9000",
+				Region: "eu-west-1", PathStyle: true, RequestTimeout: 5 * time.Second}
+			if c.Store != want {
+				t.Errorf("store %+v, want %+v", c.Store, want)
+			}
+			if c.CacheDir != "/var/cache/x" || c.Cache.Capacity != 1<<30 || c.Cache.BlockSize != 1<<20 ||
+				c.Cache.MetadataTTL != -1 || c.Cache.NegativeTTL != 0 || c.Cache.MaxParallelFetches != 3 || c.Cache.VolumeID != "vol-1" {
+				t.Errorf("cache %q %+v", c.CacheDir, c.Cache)
+			}
+			if !c.FS.ReadOnly || c.FS.UID != 1000 || c.FS.GID != 2000 || c.FS.FileMode != 0o600 || c.FS.DirMode != 0o700 ||
+				c.FS.ReadAhead != -1 || c.FS.OpTimeout != 5*time.Second || !c.FS.DisablePassthrough || c.FS.MetadataTTL != -1 {
+				t.Errorf("fs %+v", c.FS)
+			}
+			if !c.Mount.AllowOther || !c.Mount.Debug || c.Mount.FsName != "basin:gs://bkt/" {
+				t.Errorf("mount %+v", c.Mount)
+			}
+		}},
+		{"fd mode needs no mountpoint", []string{"--fd", "7", "file:///data"}, func(t *testing.T, c mountConfig) {
+			if c.Mountpoint != "/dev/fd/7" || c.Store.Backend != objstore.BackendFile || c.Store.Bucket != "/data" {
+				t.Errorf("config %+v", c)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseMountArgs(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestParseMountArgsErrors(t *testing.T) {
+	mnt := t.TempDir()
+	for name, args := range map[string][]string{
+		"no arguments":        {},
+		"no mountpoint":       {"s3://b"},
+		"too many":            {"s3://b", mnt, "extra"},
+		"missing mountpoint":  {"s3://b", mnt + "/nope"},
+		"bad source":          {"ftp://b", mnt},
+		"secret in source":    {"s3://k:s@b", mnt},
+		"bad size":            {"--cache-size", "10GB", "s3://b", mnt},
+		"bad block size":      {"--cache-block-size", "1000", "s3://b", mnt},
+		"bad ttl":             {"--metadata-ttl", "-5s", "s3://b", mnt},
+		"bad mode":            {"--file-mode", "0999", "s3://b", mnt},
+		"mode too wide":       {"--dir-mode", "4755", "s3://b", mnt},
+		"bad endpoint":        {"--endpoint", "localhost:9000", "s3://b", mnt},
+		"stdio fd":            {"--fd", "1", "s3://b"},
+		"zero op timeout":     {"--op-timeout", "0s", "s3://b", mnt},
+		"unknown flag":        {"--access-key", "AKIA", "s3://b", mnt},
+		"no parallel fetches": {"--max-parallel-fetches", "0", "s3://b", mnt},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := parseMountArgs(args); err == nil {
+				t.Errorf("parseMountArgs(%q) accepted", args)
+			}
+		})
+	}
+}
+
+func TestMountHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := runMount(context.Background(), []string{"--help"}, &stdout, &stderr); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	help := stdout.String()
+	f := defaultMountFlags()
+	fs := mountFlagSet(&f)
+	n := 0
+	fs.VisitAll(func(fl *flagpkg.Flag) {
+		n++
+		if !strings.Contains(help, "--"+fl.Name) {
+			t.Errorf("--help does not describe --%s", fl.Name)
+		}
+	})
+	for _, want := range []string{"s3://", "oss://", "gs://", "file:///", "AWS_ACCESS_KEY_ID", "GOOGLE_APPLICATION_CREDENTIALS", "SIGTERM"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help does not mention %s", want)
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d flags", n)
+	}
+}

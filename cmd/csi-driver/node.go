@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/driver"
+)
+
+// nodeConfig is everything `csi-driver node` needs, built from its flags
+// by parseNodeArgs.
+type nodeConfig struct {
+	Driver driver.Config
+	Node   driver.NodeConfig
+}
+
+// nodeFlagSet declares the flags of `csi-driver node` into c.
+func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.Driver.Endpoint, "endpoint", driver.DefaultEndpoint, "CSI `endpoint` to listen on (unix:///path/to/csi.sock)")
+	fs.StringVar(&c.Driver.NodeID, "node-id", "", "`name` of this node (the Kubernetes node name); required")
+	fs.StringVar(&c.Driver.Name, "driver-name", driver.DefaultName, "CSI driver `name` (must match the CSIDriver object)")
+	fs.StringVar(&c.Node.CacheRoot, "cache-root", driver.DefaultCacheRoot, "`directory` holding one cache directory per volume (kept across unstage and restarts)")
+	fs.StringVar(&c.Node.StateFile, "state-file", driver.DefaultStateFile, "`file` recording staged volumes and published targets (survives restarts)")
+	fs.StringVar(&c.Node.MountBinary, "mount-binary", "", "csi-driver `executable` run as the per-volume FUSE process (default: this executable)")
+	klog.InitFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(out, "Usage: csi-driver node [flags]\n\n"+
+			"Serves the CSI Identity and Node services on a node: stages volumes (one FUSE process and one\n"+
+			"cache per volume), publishes them into pods, and heals mounts whose FUSE process died.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseNodeArgs parses the flags into a nodeConfig.
+func parseNodeArgs(args []string, out io.Writer) (nodeConfig, error) {
+	var c nodeConfig
+	fs := nodeFlagSet(&c, out)
+	if err := fs.Parse(args); err != nil {
+		return nodeConfig{}, err
+	}
+	if fs.NArg() > 0 {
+		return nodeConfig{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.Driver.NodeID == "" {
+		return nodeConfig{}, errors.New("--node-id is required")
+	}
+	if c.Node.MountBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nodeConfig{}, fmt.Errorf("--mount-binary not given and this executable is unknown: %w", err)
+		}
+		c.Node.MountBinary = exe
+	}
+	c.Node.NodeID = c.Driver.NodeID
+	c.Driver.Version = version
+	return c, nil
+}
+
+// runNode is `csi-driver node`: take back the staged volumes, then serve
+// until SIGINT/SIGTERM cancels ctx. FUSE processes keep running after it
+// exits; the next node plugin takes them back.
+func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
+	cfg, err := parseNodeArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer klog.Flush()
+	node, err := driver.NewNode(ctx, cfg.Node)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	d, err := driver.New(cfg.Driver, node)
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}

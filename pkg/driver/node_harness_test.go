@@ -1,0 +1,137 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+// binary builds cmd/csi-driver once per test binary.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "basin-bin-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "csi-driver")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/basin-csi/basin/cmd/csi-driver")
+	cmd.Stderr = os.Stderr
+	return out, cmd.Run()
+})
+
+// needFUSE fails (CI) or skips unless the test can mount FUSE as root.
+func needFUSE(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testserver.Unavailable(t, "node tests mount FUSE and need root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testserver.Unavailable(t, "no /dev/fuse: %v", err)
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatalf("build csi-driver: %v", err)
+	}
+	return bin
+}
+
+// nodeHarness is a real Node served on a unix socket.
+type nodeHarness struct {
+	dir      string // root of staging/target/cache/state paths
+	node     *Node
+	client   csi.NodeClient
+	endpoint string
+	cfg      NodeConfig
+}
+
+// startNode serves a real node (real FUSE processes) until the test ends;
+// cleanup unmounts everything under its directory even on failure.
+func startNode(t *testing.T, tune func(*NodeConfig)) *nodeHarness {
+	t.Helper()
+	bin := needFUSE(t)
+	dir, err := os.MkdirTemp("", "basin-node-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &nodeHarness{dir: dir}
+	h.cfg = NodeConfig{
+		NodeID: "test-node", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state", "node.json"),
+		MountBinary: bin,
+		Supervisor:  supervisor.Config{CheckInterval: 200 * time.Millisecond, CheckTimeout: 2 * time.Second, StopTimeout: 3 * time.Second},
+	}
+	if tune != nil {
+		tune(&h.cfg)
+	}
+	t.Cleanup(func() { cleanupMounts(t, dir) })
+	h.serve(t)
+	return h
+}
+
+// serve starts (or restarts) the node of h.
+func (h *nodeHarness) serve(t *testing.T) {
+	t.Helper()
+	n, err := NewNode(t.Context(), h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.node = n
+	h.endpoint = "unix://" + filepath.Join(h.dir, "csi-"+strconv.Itoa(time.Now().Nanosecond())+".sock")
+	d, err := New(Config{Endpoint: h.endpoint, Version: "test", NodeID: "test-node"}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := Listen(h.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, lis) }()
+	conn, err := grpc.NewClient(h.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.client = csi.NewNodeClient(conn)
+	t.Cleanup(func() {
+		conn.Close()
+		cancel()
+		<-done
+		n.Close()
+	})
+}
+
+// cleanupMounts lazily unmounts every mount under dir (deepest first) and
+// kills FUSE processes serving caches under it, then removes dir.
+func cleanupMounts(t *testing.T, dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err == nil {
+		var points []string
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && len(f[4]) >= len(dir) && f[4][:len(dir)] == dir {
+				points = append(points, f[4])
+			}
+		}
+		for i := len(points) - 1; i >= 0; i-- {
+			_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+		}
+	}
+	_ = supervisor.ReapProcsUnder(context.Background(), filepath.Join(dir, "cache"))
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Logf("cleanup: %v", err)
+	}
+}

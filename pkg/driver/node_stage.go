@@ -1,0 +1,145 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/driver/nodestate"
+	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+// NodeStageVolume mounts the volume's FUSE file system on the staging path
+// and starts its FUSE process (one per volume per node, shared by every
+// pod), waiting until it serves, bounded by the request.
+func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	if err := n.stageVolume(ctx, req); err != nil {
+		return nil, redact(toStatus(err), secretValues(req.GetSecrets()))
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) error {
+	id, staging, vc := req.GetVolumeId(), req.GetStagingTargetPath(), req.GetVolumeCapability()
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: volume ID missing", ErrInvalidRequest)
+	case staging == "":
+		return fmt.Errorf("%w: staging target path missing", ErrInvalidRequest)
+	case vc == nil:
+		return fmt.Errorf("%w: volume capability missing", ErrInvalidRequest)
+	}
+	attrs, err := volumeattr.Parse(req.GetVolumeContext(), req.GetSecrets())
+	if err != nil {
+		return err
+	}
+	if err := attrs.CheckMountable(); err != nil {
+		return err
+	}
+	if err := attrs.Secrets.CheckBackend(attrs.Backend); err != nil {
+		return err
+	}
+	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	release, err := n.begin(id)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	mode := vc.GetAccessMode().GetMode()
+	context := volumeattr.Encode(attrs)
+	old, staged := n.state.Get(id)
+	if staged {
+		switch {
+		case old.StagingPath != staging:
+			return fmt.Errorf("%w: volume %s is already staged at %s", ErrPrecondition, id, old.StagingPath)
+		case !maps.Equal(old.Context, context) || old.AccessMode != mode.String():
+			return fmt.Errorf("%w: volume %s is already staged with other attributes or access mode", ErrNameConflict, id)
+		}
+		if _, err := n.mounter.Check(ctx, id); err == nil {
+			return nil // staged and supervised: a repeated call
+		}
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return fmt.Errorf("staging path: %w", err)
+	}
+	mreq := n.mountRequest(id, staging, attrs, readerMode(mode), attrs.Credentials())
+	if err := os.MkdirAll(mreq.CacheDir, 0o700); err != nil {
+		return fmt.Errorf("cache directory: %w", err)
+	}
+	// Record first: a node plugin that dies while mounting finds the
+	// volume on restart and mounts it again (or drops it).
+	if err := n.state.SaveCredentials(id, mreq.Credentials); err != nil {
+		return err
+	}
+	err = n.state.Update(id, func(v nodestate.Volume, ok bool) (nodestate.Volume, bool, error) {
+		v.StagingPath, v.Context, v.AccessMode = staging, context, mode.String()
+		return v, true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := n.mounter.Stage(ctx, mreq); err != nil {
+		if !staged {
+			n.forget(id)
+		}
+		return stageError(err)
+	}
+	klog.InfoS("volume staged", "volume", id, "staging", staging, "source", mreq.Source, "readOnly", mreq.ReadOnly, "cacheDir", mreq.CacheDir)
+	return nil
+}
+
+// stageError classifies a supervisor error for toStatus.
+func stageError(err error) error {
+	switch {
+	case errors.Is(err, supervisor.ErrConflict):
+		return fmt.Errorf("%w: %w", ErrNameConflict, err)
+	case errors.Is(err, supervisor.ErrExited):
+		// The FUSE process's last output (in the message) says why: a
+		// missing bucket, refused credentials...
+		return fmt.Errorf("%w: %w", ErrPrecondition, err)
+	}
+	return err
+}
+
+// forget drops a volume's record and credentials.
+func (n *Node) forget(id string) {
+	if err := n.state.Update(id, func(v nodestate.Volume, _ bool) (nodestate.Volume, bool, error) { return v, false, nil }); err != nil {
+		klog.ErrorS(err, "dropping a volume from the node state", "volume", id)
+	}
+	if err := n.state.DeleteCredentials(id); err != nil {
+		klog.ErrorS(err, "deleting a volume's credentials", "volume", id)
+	}
+}
+
+// NodeUnstageVolume unmounts the staging path and stops the FUSE process.
+// The cache directory stays for the next stage. Unstaging a volume that
+// is not staged (or whose mount is broken) succeeds.
+func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
+	switch {
+	case id == "":
+		return nil, toStatus(fmt.Errorf("%w: volume ID missing", ErrInvalidRequest))
+	case staging == "":
+		return nil, toStatus(fmt.Errorf("%w: staging target path missing", ErrInvalidRequest))
+	}
+	release, err := n.begin(id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	defer release()
+	if err := n.mounter.Unstage(ctx, id, staging); err != nil {
+		return nil, toStatus(err)
+	}
+	n.forget(id)
+	klog.InfoS("volume unstaged", "volume", id, "staging", staging)
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}

@@ -1,0 +1,44 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// NodeGetVolumeStats reports the cache's capacity and use as the volume's
+// bytes and inodes: what the FUSE file system answers to statfs, asked
+// under a timeout. A broken mount is FailedPrecondition; its cause is in
+// NodeGetVolumeHealth.
+func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	id, path := req.GetVolumeId(), req.GetVolumePath()
+	switch {
+	case id == "":
+		return nil, toStatus(fmt.Errorf("%w: volume ID missing", ErrInvalidRequest))
+	case path == "":
+		return nil, toStatus(fmt.Errorf("%w: volume path missing", ErrInvalidRequest))
+	}
+	v, ok := n.state.Get(id)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("%w: volume %s is not staged on this node", ErrVolumeNotFound, id))
+	}
+	if _, published := v.Targets[path]; !published && path != v.StagingPath {
+		return nil, toStatus(fmt.Errorf("%w: volume %s is not published at %s", ErrVolumeNotFound, id, path))
+	}
+	sctx, cancel := n.opContext(ctx)
+	defer cancel()
+	st, err := n.kernel.Statfs(sctx, path)
+	if err != nil {
+		return nil, toStatus(fmt.Errorf("%w: volume %s: %w", ErrPrecondition, id, err))
+	}
+	bsize := int64(st.Bsize)
+	return &csi.NodeGetVolumeStatsResponse{
+		Usage: []*csi.VolumeUsage{
+			{Unit: csi.VolumeUsage_BYTES, Total: int64(st.Blocks) * bsize, Available: int64(st.Bavail) * bsize,
+				Used: int64(st.Blocks-st.Bfree) * bsize},
+			{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree),
+				Used: int64(st.Files - st.Ffree)},
+		},
+	}, nil
+}

@@ -1,0 +1,193 @@
+package driver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+
+	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/supervisor"
+	"github.com/basin-csi/basin/pkg/supervisor/supervisortest"
+)
+
+// fakeNode is a Node on fake processes and mounts (no root needed).
+func fakeNode(t *testing.T) (*Node, *supervisortest.Kernel, *supervisortest.Runner) {
+	t.Helper()
+	dir := t.TempDir()
+	k, r := supervisortest.NewKernel(), &supervisortest.Runner{}
+	n, err := NewNode(t.Context(), NodeConfig{
+		NodeID: "n1", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state.json"), MountBinary: "/bin/true",
+		Supervisor: supervisor.Config{Runner: r, Kernel: k, CheckInterval: 10 * time.Millisecond, MaxHealBackoff: 10 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n, k, r
+}
+
+func fakeContext(t *testing.T) map[string]string {
+	return map[string]string{volumeattr.KeyBackend: "file", volumeattr.KeyBucket: t.TempDir()}
+}
+
+func TestNodeRequestValidation(t *testing.T) {
+	n, _, _ := fakeNode(t)
+	ctx := t.Context()
+	vc := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
+	block := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: vc.AccessMode}
+	dir := t.TempDir()
+	good := fakeContext(t)
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want codes.Code
+	}{
+		{"stage: no volume ID", func() error {
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{StagingTargetPath: dir, VolumeCapability: vc})
+			return err
+		}, codes.InvalidArgument},
+		{"stage: no capability", func() error {
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir})
+			return err
+		}, codes.InvalidArgument},
+		{"stage: block", func() error {
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: block, VolumeContext: good})
+			return err
+		}, codes.InvalidArgument},
+		{"stage: unknown attribute", func() error {
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: vc,
+				VolumeContext: with(good, "cacheSzie", "1Gi")})
+			return err
+		}, codes.InvalidArgument},
+		{"stage: writer mode on a readOnly volume", func() error {
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: vc,
+				VolumeContext: with(good, volumeattr.KeyReadOnly, "true")})
+			return err
+		}, codes.InvalidArgument},
+		{"publish: not staged", func() error {
+			_, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", StagingTargetPath: dir, TargetPath: dir + "/t", VolumeCapability: vc})
+			return err
+		}, codes.FailedPrecondition},
+		{"publish: no target", func() error {
+			_, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: vc})
+			return err
+		}, codes.InvalidArgument},
+		{"unpublish: never published", func() error {
+			_, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v", TargetPath: dir + "/none"})
+			return err
+		}, codes.OK},
+		{"unstage: never staged", func() error {
+			_, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "v", StagingTargetPath: dir + "/none"})
+			return err
+		}, codes.OK},
+		{"stats: unknown volume", func() error {
+			_, err := n.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "v", VolumePath: dir})
+			return err
+		}, codes.NotFound},
+		{"health: no volume ID", func() error {
+			_, err := n.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{})
+			return err
+		}, codes.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.name, tc.call(), tc.want) })
+	}
+}
+
+func TestNodePublishRules(t *testing.T) {
+	n, k, _ := fakeNode(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	staging := filepath.Join(dir, "staging")
+	vctx := fakeContext(t)
+	stage := func(id string, mode csi.VolumeCapability_AccessMode_Mode) {
+		t.Helper()
+		if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging + id,
+			VolumeCapability: mountCap(mode), VolumeContext: vctx}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish := func(id, target string, mode csi.VolumeCapability_AccessMode_Mode, ro bool) error {
+		_, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, StagingTargetPath: staging + id,
+			TargetPath: filepath.Join(dir, target), VolumeCapability: mountCap(mode), Readonly: ro})
+		return err
+	}
+	stage("rox", csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)
+	if m, _ := k.Mounted(staging + "rox"); !m.ReadOnly {
+		t.Error("a ReadOnlyMany volume was staged read-write")
+	}
+	if err := publish("rox", "a", csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, false); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := k.Mounted(filepath.Join(dir, "a")); m.Source != staging+"rox" || !m.ReadOnly {
+		t.Errorf("ReadOnlyMany target = %+v, want a read-only bind of the staging path", m)
+	}
+
+	stage("rwop", csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)
+	if err := publish("rwop", "b", csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER, false); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "second target of a ReadWriteOncePod volume",
+		publish("rwop", "c", csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER, false), codes.FailedPrecondition)
+	wantCode(t, "same target, other readOnly",
+		publish("rwop", "b", csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER, true), codes.AlreadyExists)
+	wantCode(t, "same target again", publish("rwop", "b", csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER, false), codes.OK)
+
+	stats, err := n.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "rwop", VolumePath: filepath.Join(dir, "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := stats.GetUsage(); len(u) != 2 || u[0].GetTotal() != 1000*4096 || u[0].GetUsed() != 400*4096 || u[1].GetUsed() != 60 {
+		t.Errorf("stats = %v", u)
+	}
+	wantCode(t, "stats on another path", func() error {
+		_, err := n.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "rwop", VolumePath: "some/path"})
+		return err
+	}(), codes.NotFound)
+}
+
+func TestNodeHealthReportsHeal(t *testing.T) {
+	n, _, r := fakeNode(t)
+	ctx := t.Context()
+	staging := filepath.Join(t.TempDir(), "staging")
+	if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging,
+		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER), VolumeContext: fakeContext(t)}); err != nil {
+		t.Fatal(err)
+	}
+	health := func() []*csi.VolumeHealth_VolumeHealthEntry {
+		h, err := n.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "v"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.GetVolumeHealth().GetHealthStatuses()
+	}
+	if h := health(); len(h) != 0 {
+		t.Errorf("a fresh volume reports %v", h)
+	}
+	r.Last().Exit(nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h := health()
+		if len(h) == 1 && h[0].GetReason() == reasonHealed && h[0].GetStatus() == csi.VolumeHealthErrorType_DEGRADED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health after the FUSE process exited: %v", h)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCacheDirFor(t *testing.T) {
+	a := cacheDirFor("/c", "s3/1pds/us-east-1/k7dqa2mb/datasets/sanity/pvc-1f0c/")
+	b := cacheDirFor("/c", "s3/1pds/us-east-1/k7dqa2mb/datasets/other/pvc-1f0c/")
+	if a == b || filepath.Dir(a) != "/c" || filepath.Base(a)[:9] != "pvc-1f0c-" {
+		t.Errorf("cacheDirFor = %q, %q", a, b)
+	}
+	if d := cacheDirFor("/c", "../../etc"); filepath.Dir(d) != "/c" {
+		t.Errorf("an ID escaped the cache root: %q", d)
+	}
+}

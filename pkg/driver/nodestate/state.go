@@ -1,0 +1,177 @@
+package nodestate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// version is the state file's schema version.
+const version = 1
+
+// ErrCorrupt: the state file cannot be read back.
+var ErrCorrupt = errors.New("nodestate: corrupt state file")
+
+// Target is one publication of a volume.
+type Target struct {
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// AccessMode is the CSI access mode name it was published with.
+	AccessMode string `json:"accessMode,omitempty"`
+}
+
+// Volume is one staged volume.
+type Volume struct {
+	ID          string `json:"id"`
+	StagingPath string `json:"stagingPath"`
+	// Context is the volume context (attributes, no secret).
+	Context map[string]string `json:"context"`
+	// AccessMode is the CSI access mode name it was staged with.
+	AccessMode string `json:"accessMode,omitempty"`
+	// Targets are the published targets by path.
+	Targets map[string]Target `json:"targets,omitempty"`
+}
+
+// clone deep-copies v.
+func (v Volume) clone() Volume {
+	v.Context = maps.Clone(v.Context)
+	v.Targets = maps.Clone(v.Targets)
+	return v
+}
+
+type file struct {
+	Version int               `json:"version"`
+	Volumes map[string]Volume `json:"volumes"`
+}
+
+// Store is the state file.
+type Store struct {
+	// constant
+	path string
+
+	mu   sync.Mutex        // guards vols and the file
+	vols map[string]Volume // by volume ID
+}
+
+// Open reads the state file at path, or starts empty when there is none.
+func Open(path string) (*Store, error) {
+	s := &Store{path: path, vols: map[string]Volume{}}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("nodestate: %w", err)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	if f.Version != version {
+		return nil, fmt.Errorf("%w: %s has version %d, want %d", ErrCorrupt, path, f.Version, version)
+	}
+	for id, v := range f.Volumes {
+		if v.ID != id {
+			return nil, fmt.Errorf("%w: %s: entry %q holds volume %q", ErrCorrupt, path, id, v.ID)
+		}
+		s.vols[id] = v
+	}
+	return s, nil
+}
+
+// Get returns a copy of a volume's record.
+func (s *Store) Get(id string) (Volume, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vols[id]
+	return v.clone(), ok
+}
+
+// List returns copies of all records, ordered by ID.
+func (s *Store) List() []Volume {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Volume, 0, len(s.vols))
+	for _, id := range slices.Sorted(maps.Keys(s.vols)) {
+		out = append(out, s.vols[id].clone())
+	}
+	return out
+}
+
+// Update applies f to the record of id (a zero Volume with ok false when
+// there is none) and persists the result: the record f returns, or no
+// record when it returns keep false. Nothing changes if f or the write
+// fails.
+func (s *Store) Update(id string, f func(v Volume, ok bool) (out Volume, keep bool, err error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.vols[id]
+	nv, keep, err := f(old.clone(), ok)
+	if err != nil {
+		return err
+	}
+	next := maps.Clone(s.vols)
+	if keep {
+		nv.ID = id
+		next[id] = nv.clone()
+	} else {
+		delete(next, id)
+	}
+	if err := writeAtomic(s.path, file{Version: version, Volumes: next}); err != nil {
+		return err
+	}
+	s.vols = next
+	return nil
+}
+
+// writeAtomic writes f to path: temp file, fsync, rename, directory fsync.
+func writeAtomic(path string, f file) (err error) {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("nodestate: encode: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("nodestate: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("nodestate: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(b); err != nil {
+		return fmt.Errorf("nodestate: write: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("nodestate: fsync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("nodestate: close: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("nodestate: rename: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("nodestate: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("nodestate: fsync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package fuse
+
+import (
+	"context"
+
+	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// cacheBackend is what the file system uses of a *cache.Cache. It exists so
+// the file system's logic can be tested with a hand-written fake; New wraps
+// the real cache in cacheAdapter.
+type cacheBackend interface {
+	Stat(ctx context.Context, key string) (objstore.ObjectInfo, error)
+	List(ctx context.Context, dirPrefix string) (cache.Listing, error)
+	Invalidate(key string)
+	InodeOf(path string) (uint64, error)
+	InodesOf(paths []string) ([]uint64, error)
+	OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error)
+	StagingDir() string
+	Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error
+	Stats() cache.Stats
+}
+
+// objectHandle is a pinned object version (*cache.Handle).
+type objectHandle interface {
+	Info() objstore.ObjectInfo
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	Prefetch(off, length int64)
+	LocalPath() (string, bool)
+	Close() error
+}
+
+// cacheAdapter makes *cache.Cache a cacheBackend.
+type cacheAdapter struct{ *cache.Cache }
+
+func (a cacheAdapter) OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error) {
+	h, err := a.Cache.OpenObject(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}

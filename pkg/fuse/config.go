@@ -1,0 +1,110 @@
+package fuse
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config is the file system's behaviour. Durations follow the volume
+// attribute conventions: 0 means "do not cache", a negative value means
+// "forever".
+type Config struct {
+	// VolumeID names the volume in logs.
+	VolumeID string
+	// ReadOnly makes every mutation fail with EROFS (and mounts read-only).
+	ReadOnly bool
+	// UID and GID own every file and directory.
+	UID, GID uint32
+	// FileMode and DirMode are the permission bits of files and
+	// directories. Zero means 0644 and 0755.
+	FileMode, DirMode os.FileMode
+	// MetadataTTL is the kernel's entry and attribute timeout; it should
+	// equal the cache's MetadataTTL.
+	MetadataTTL time.Duration
+	// NegativeTTL is the kernel's timeout for "no such file"; it should
+	// equal the cache's NegativeTTL.
+	NegativeTTL time.Duration
+	// ReadAhead caps the prefetch window of a sequential reader. Zero
+	// means DefaultReadAhead; a negative value disables prefetching.
+	ReadAhead int64
+	// OpTimeout bounds every request to the bucket made on behalf of one
+	// file system operation (and the wait for data of one read). Zero
+	// means DefaultOpTimeout.
+	OpTimeout time.Duration
+	// DisablePassthrough keeps all reads in user space even when the
+	// kernel supports FUSE passthrough (for comparisons and debugging).
+	DisablePassthrough bool
+}
+
+// Defaults for Config's zero values.
+const (
+	DefaultFileMode  os.FileMode = 0o644
+	DefaultDirMode   os.FileMode = 0o755
+	DefaultReadAhead int64       = 64 << 20
+	DefaultOpTimeout             = 60 * time.Second
+	// MinPrefetch is the first prefetch window of a sequential reader.
+	MinPrefetch int64 = 4 << 20
+	// foreverTimeout stands in for "forever" in kernel timeouts.
+	foreverTimeout = 365 * 24 * time.Hour
+)
+
+// ErrInvalidConfig is returned by New for a Config that cannot work.
+var ErrInvalidConfig = errors.New("fuse: invalid configuration")
+
+// withDefaults returns c with zero values replaced by the defaults.
+func (c Config) withDefaults() Config {
+	if c.FileMode == 0 {
+		c.FileMode = DefaultFileMode
+	}
+	if c.DirMode == 0 {
+		c.DirMode = DefaultDirMode
+	}
+	if c.ReadAhead == 0 {
+		c.ReadAhead = DefaultReadAhead
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = DefaultOpTimeout
+	}
+	return c
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.FileMode&^os.ModePerm != 0 {
+		errs = append(errs, fmt.Errorf("file mode %#o has bits outside 0777", uint32(c.FileMode)))
+	}
+	if c.DirMode&^os.ModePerm != 0 {
+		errs = append(errs, fmt.Errorf("dir mode %#o has bits outside 0777", uint32(c.DirMode)))
+	}
+	if c.OpTimeout < 0 {
+		errs = append(errs, fmt.Errorf("op timeout %v is negative", c.OpTimeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// kernelTimeout turns a TTL into a kernel cache timeout.
+func kernelTimeout(ttl time.Duration) time.Duration {
+	if ttl < 0 {
+		return foreverTimeout
+	}
+	return ttl
+}
+
+// MountOptions are the properties of the kernel mount, as opposed to the
+// file system's behaviour.
+type MountOptions struct {
+	// AllowOther lets users other than the mounting one access the mount
+	// (needs user_allow_other in /etc/fuse.conf unless root).
+	AllowOther bool
+	// FsName is the "source" column of the mount table, e.g. the bucket
+	// URL. It must not contain secrets.
+	FsName string
+	// Debug logs every FUSE request and reply.
+	Debug bool
+}

@@ -1,0 +1,154 @@
+package fuse
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// dirEntry is one name of a directory listing.
+type dirEntry struct {
+	name  string
+	isDir bool
+	ino   uint64
+	info  objstore.ObjectInfo // files only
+}
+
+// dirHandle is an open directory: a snapshot of one listing plus the files
+// being created here that are not uploaded yet. go-fuse serialises the calls
+// on one handle, so it needs no lock.
+type dirHandle struct {
+	// constant
+	dir *dirNode
+	key string
+
+	entries []dirEntry
+	pos     int  // index of the next entry
+	pending bool // entries include files not yet in the bucket
+}
+
+var (
+	_ fs.FileReaddirenter = (*dirHandle)(nil)
+	_ fs.FileSeekdirer    = (*dirHandle)(nil)
+	_ fs.FileLookuper     = (*dirHandle)(nil)
+	_ fs.FileFsyncdirer   = (*dirHandle)(nil)
+)
+
+// load (re)reads the listing and returns its fetch time.
+func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
+	f := h.dir.fsys
+	prefix := dirPrefix(h.key)
+	ctx, cancel := f.opContext(ctx)
+	defer cancel()
+	l, err := f.cache.List(ctx, prefix)
+	if err != nil {
+		return time.Time{}, f.errno("readdir", prefix, err)
+	}
+	files := make(map[string]bool, len(l.Objects))
+	entries := make([]dirEntry, 0, len(l.Objects)+len(l.Prefixes))
+	for _, o := range l.Objects {
+		name := strings.TrimPrefix(o.Key, prefix)
+		if !validName(name) || files[name] {
+			continue // the marker itself, or a key that is no file name
+		}
+		files[name] = true
+		entries = append(entries, dirEntry{name: name, info: o})
+	}
+	dirs := make(map[string]bool, len(l.Prefixes))
+	for _, p := range l.Prefixes {
+		name := strings.TrimSuffix(strings.TrimPrefix(p, prefix), "/")
+		if !validName(name) || files[name] || dirs[name] {
+			continue // an object of the same name wins
+		}
+		dirs[name] = true
+		entries = append(entries, dirEntry{name: name, isDir: true})
+	}
+	h.pending = false
+	for name, ch := range h.dir.Children() {
+		fn, ok := ch.Operations().(*fileNode)
+		if !ok || files[name] || dirs[name] || !fn.pendingWrite() {
+			continue
+		}
+		h.pending = true
+		entries = append(entries, dirEntry{name: name, info: fn.currentInfo()})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		keys[i] = childKey(h.key, e.name)
+	}
+	inos, err := f.cache.InodesOf(keys) // one commit for all new names
+	if err != nil {
+		return time.Time{}, f.errno("readdir", prefix, err)
+	}
+	for i := range entries {
+		entries[i].ino = inos[i]
+	}
+	h.entries = entries
+	h.pos = 0
+	return l.FetchedAt, 0
+}
+
+// Readdirent returns the next entry; offsets are 1-based entry indexes.
+func (h *dirHandle) Readdirent(ctx context.Context) (*gofuse.DirEntry, syscall.Errno) {
+	if h.pos >= len(h.entries) {
+		return nil, 0
+	}
+	e := h.entries[h.pos]
+	h.pos++
+	mode := uint32(syscall.S_IFREG)
+	if e.isDir {
+		mode = syscall.S_IFDIR
+	}
+	return &gofuse.DirEntry{Name: e.name, Mode: mode, Ino: e.ino, Off: uint64(h.pos)}, 0
+}
+
+// Seekdir positions before the entry with 1-based index off+1; 0 rewinds
+// and re-reads the listing, as rewinddir(3) expects.
+func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if off == 0 {
+		_, errno := h.load(ctx)
+		return errno
+	}
+	if off > uint64(len(h.entries)) {
+		off = uint64(len(h.entries))
+	}
+	h.pos = int(off)
+	return 0
+}
+
+// Lookup answers READDIRPLUS from the listing, without a request.
+func (h *dirHandle) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	var e *dirEntry
+	if h.pos > 0 && h.pos <= len(h.entries) && h.entries[h.pos-1].name == name {
+		e = &h.entries[h.pos-1]
+	} else {
+		i := sort.Search(len(h.entries), func(i int) bool { return h.entries[i].name >= name })
+		if i == len(h.entries) || h.entries[i].name != name {
+			return h.dir.Lookup(ctx, name, out)
+		}
+		e = &h.entries[i]
+	}
+	key := childKey(h.key, name)
+	if e.isDir {
+		return h.dir.dirChild(ctx, name, key, e.ino, out)
+	}
+	if ch := h.dir.GetChild(name); ch != nil {
+		if fn, ok := ch.Operations().(*fileNode); ok && fn.pendingWrite() {
+			fn.fillAttr(&out.Attr)
+			return ch, 0
+		}
+	}
+	return h.dir.fileChild(ctx, name, key, e.info, e.ino, out)
+}
+
+// Fsyncdir succeeds: directory changes are in the bucket when their
+// operation returns.
+func (h *dirHandle) Fsyncdir(context.Context, uint32) syscall.Errno { return 0 }

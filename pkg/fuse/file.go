@@ -1,0 +1,338 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// fileNode is a regular file: an object, or a file being written.
+type fileNode struct {
+	fs.Inode
+	fsys *FS
+
+	mu sync.Mutex
+	// guarded by mu
+	info        objstore.ObjectInfo // last known attributes in the bucket
+	keepVersion string              // version the kernel page cache may hold
+	userOpens   int                 // handles served in user space (readers and writers)
+	ptOpens     int                 // handles served by FUSE passthrough
+	ptPath      string              // backing file of the passthrough opens
+	w           *writeState         // non-nil while written or read through a staged copy
+	// INVARIANT: userOpens == 0 || ptOpens == 0 (the kernel refuses to mix).
+}
+
+var (
+	_ fs.NodeGetattrer = (*fileNode)(nil)
+	_ fs.NodeSetattrer = (*fileNode)(nil)
+	_ fs.NodeOpener    = (*fileNode)(nil)
+	_ fs.NodeStatfser  = (*fileNode)(nil)
+)
+
+func (n *fileNode) key() (string, bool) { return n.fsys.keyOf(n.EmbeddedInode()) }
+
+// setInfo records fresh bucket attributes unless a local write is pending.
+func (n *fileNode) setInfo(info objstore.ObjectInfo) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.w == nil {
+		n.info = info
+	}
+}
+
+// currentInfo is what the node looks like now, local writes included.
+func (n *fileNode) currentInfo() objstore.ObjectInfo {
+	n.mu.Lock()
+	info, w := n.info, n.w
+	n.mu.Unlock()
+	if w != nil {
+		info.Size = w.size.Load()
+		info.ModTime = time.Unix(0, w.mtime.Load())
+	}
+	return info
+}
+
+// pendingWrite reports whether the file is being written here.
+func (n *fileNode) pendingWrite() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.w != nil && n.w.writers.Load() > 0
+}
+
+func (n *fileNode) fillAttr(out *gofuse.Attr) {
+	info := n.currentInfo()
+	n.fsys.fillFileAttr(out, info.Size, info.ModTime)
+}
+
+func (n *fileNode) Statfs(_ context.Context, out *gofuse.StatfsOut) syscall.Errno {
+	n.fsys.statfs(out)
+	return 0
+}
+
+// Getattr revalidates the attributes through the cache (which answers from
+// its index while fresh); a file being written reports its staged size.
+func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.AttrOut) syscall.Errno {
+	if h, ok := fh.(*readHandle); ok {
+		// fstat, and the kernel's revalidation before reads (auto inval
+		// data): an open file is its pinned version. No request, so a
+		// TTL of 0 does not cost one round trip per read(2).
+		info := h.oh.Info()
+		n.fsys.fillFileAttr(&out.Attr, info.Size, info.ModTime)
+		if _, linked := n.key(); !linked {
+			out.Nlink = 0
+		}
+		return 0
+	}
+	n.mu.Lock()
+	local := n.w != nil
+	n.mu.Unlock()
+	key, ok := n.key()
+	if local || !ok {
+		// Being written, or unlinked while open: answer from memory.
+		n.fillAttr(&out.Attr)
+		if !ok {
+			out.Nlink = 0
+		}
+		return 0
+	}
+	ctx, cancel := n.fsys.opContext(ctx)
+	defer cancel()
+	info, err := n.fsys.cache.Stat(ctx, key)
+	if err != nil {
+		n.mu.Lock()
+		open := n.userOpens+n.ptOpens > 0
+		n.mu.Unlock()
+		if open && errors.Is(err, objstore.ErrNotFound) {
+			n.fillAttr(&out.Attr) // deleted in the bucket but still open here
+			return 0
+		}
+		return n.fsys.errno("getattr", key, err)
+	}
+	n.setInfo(info)
+	n.fillAttr(&out.Attr)
+	return 0
+}
+
+// Setattr implements truncate; mode, owner and time changes are accepted
+// and ignored.
+func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.SetAttrIn, out *gofuse.AttrOut) syscall.Errno {
+	if n.fsys.cfg.ReadOnly {
+		return syscall.EROFS
+	}
+	if size, ok := in.GetSize(); ok {
+		if errno := n.truncate(ctx, fh, int64(size)); errno != 0 {
+			return errno
+		}
+	}
+	n.fillAttr(&out.Attr)
+	return 0
+}
+
+// truncate changes the size through the shared write state. Without an
+// open handle (truncate(2)) the result is uploaded before returning.
+func (n *fileNode) truncate(ctx context.Context, fh fs.FileHandle, size int64) syscall.Errno {
+	key, _ := n.key()
+	w, errno := n.acquireWrite()
+	if errno != 0 {
+		return errno
+	}
+	defer n.releaseWrite(w, false)
+	if err := w.truncate(ctx, size); err != nil {
+		return n.fsys.errno("truncate", key, err)
+	}
+	if _, isHandle := fh.(*writeHandle); !isHandle {
+		if err := w.upload(ctx); err != nil {
+			return n.fsys.errno("truncate", key, err)
+		}
+	}
+	return 0
+}
+
+// acquireWrite returns the node's write state, creating it from the
+// object's current attributes, with one more writer reference.
+func (n *fileNode) acquireWrite() (*writeState, syscall.Errno) {
+	key, ok := n.key()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ptOpens > 0 {
+		// The inode is open in passthrough mode on the cache's data
+		// file; the kernel would refuse (or misdirect) a cached open.
+		return nil, syscall.ETXTBSY
+	}
+	if n.w == nil {
+		base := n.info
+		if base.Key != "" && ok {
+			base.Key = key // the node may have been renamed
+		}
+		n.w = newWriteState(n, base)
+	}
+	n.w.refs++
+	n.w.writers.Add(1)
+	return n.w, 0
+}
+
+// acquireReadLocked returns the write state for a reader, if there is one,
+// with one more reference. The caller holds n.mu.
+func (n *fileNode) acquireReadLocked() *writeState {
+	if n.w != nil {
+		n.w.refs++
+	}
+	return n.w
+}
+
+// releaseWrite drops a reference; the last one finishes the write state
+// (final upload if needed, install into the cache, cleanup).
+func (n *fileNode) releaseWrite(w *writeState, reader bool) {
+	n.mu.Lock()
+	w.refs--
+	if !reader {
+		w.writers.Add(-1)
+	}
+	last := w.refs == 0
+	if last && n.w == w {
+		n.w = nil
+	}
+	n.mu.Unlock()
+	if last {
+		w.finish()
+	}
+}
+
+// Open pins the object for reading, or joins/creates the write state.
+func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	acc := flags & syscall.O_ACCMODE
+	writing := acc != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
+	if writing {
+		if n.fsys.cfg.ReadOnly {
+			return nil, 0, syscall.EROFS
+		}
+		return n.openWrite(ctx, flags)
+	}
+	for attempt := 0; ; attempt++ {
+		n.mu.Lock()
+		if w := n.acquireReadLocked(); w != nil {
+			n.userOpens++
+			n.mu.Unlock()
+			return &writeHandle{node: n, w: w, readable: true}, 0, 0
+		}
+		info := n.info
+		n.mu.Unlock()
+		key, ok := n.key()
+		if info.Key == "" || !ok {
+			return nil, 0, syscall.ENOENT // unlinked or never uploaded
+		}
+		info.Key = key // the node may have been renamed
+		h, flags, errno, retry := n.openRead(ctx, info, attempt)
+		if !retry {
+			return h, flags, errno
+		}
+	}
+}
+
+func (n *fileNode) openWrite(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	key, _ := n.key()
+	w, errno := n.acquireWrite()
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	n.mu.Lock()
+	n.userOpens++
+	n.mu.Unlock()
+	h := &writeHandle{node: n, w: w, writable: true, readable: flags&syscall.O_ACCMODE == syscall.O_RDWR}
+	if flags&syscall.O_TRUNC != 0 {
+		if err := w.truncate(ctx, 0); err != nil {
+			h.Release(ctx)
+			return nil, 0, n.fsys.errno("open", key, err)
+		}
+	}
+	return h, 0, 0
+}
+
+// openRead pins info in the cache and chooses passthrough or user space.
+// retry asks Open to start over (a writer appeared, or the object changed).
+func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attempt int) (_ fs.FileHandle, _ uint32, _ syscall.Errno, retry bool) {
+	octx, cancel := n.fsys.opContext(ctx)
+	defer cancel()
+	oh, err := n.fsys.cache.OpenObject(octx, info)
+	if errors.Is(err, objstore.ErrPreconditionFailed) && attempt == 0 {
+		// Our attributes are stale: refresh them and try once more.
+		if fresh, serr := n.fsys.cache.Stat(octx, info.Key); serr == nil {
+			n.setInfo(fresh)
+			return nil, 0, 0, true
+		}
+	}
+	if err != nil {
+		return nil, 0, n.fsys.errno("open", info.Key, err), false
+	}
+	local, hasLocal := oh.LocalPath()
+	ptOK := hasLocal && n.fsys.passthroughOK()
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.w != nil {
+		oh.Close()
+		return nil, 0, 0, true
+	}
+	h := &readHandle{node: n, oh: oh, det: newSeqDetector(MinPrefetch, n.fsys.cfg.ReadAhead)}
+	switch {
+	case n.ptOpens > 0:
+		// Every open of an inode with a backing file must use it.
+		path := n.ptPath
+		if hasLocal {
+			path = local
+		}
+		file, err := os.Open(path)
+		if err != nil {
+			oh.Close()
+			return nil, 0, n.fsys.errno("open", info.Key, err), false
+		}
+		h.pt = file
+		n.ptOpens++
+		n.fsys.counters.ptOpens.Add(1)
+		return h, 0, 0, false
+	case ptOK && n.userOpens == 0:
+		if file, err := os.Open(local); err == nil {
+			h.pt = file
+			n.ptOpens++
+			n.ptPath = local
+			n.fsys.counters.ptOpens.Add(1)
+			return h, 0, 0, false
+		}
+	}
+	var fuseFlags uint32
+	if hasLocal {
+		if file, err := os.Open(local); err == nil {
+			h.local = file // spliced reads
+		}
+	}
+	v := oh.Info().Version
+	if v != "" && v == n.keepVersion {
+		fuseFlags |= gofuse.FOPEN_KEEP_CACHE
+	}
+	n.keepVersion = v
+	n.userOpens++
+	n.fsys.counters.userOpens.Add(1)
+	return h, fuseFlags, 0, false
+}
+
+// closeRead undoes the accounting of a read handle.
+func (n *fileNode) closeRead(passthrough bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if passthrough {
+		n.ptOpens--
+		if n.ptOpens == 0 {
+			n.ptPath = ""
+		}
+	} else {
+		n.userOpens--
+	}
+}

@@ -1,0 +1,259 @@
+package fuse
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/filestore"
+	"github.com/basin-csi/basin/pkg/objstore/s3store"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testserver.Shutdown()
+	os.Exit(code)
+}
+
+// syscallTimeout bounds every system call a test makes on a mount.
+const syscallTimeout = 60 * time.Second
+
+// cacheKind selects the cacheBackend of a test mount.
+type cacheKind string
+
+const (
+	realCache    cacheKind = "cache"        // pkg/cache
+	fakeLocal    cacheKind = "fake"         // fakeCache, whole objects local
+	fakeNoLocal  cacheKind = "fake-nolocal" // fakeCache, every read from the store
+	defaultCache           = realCache
+)
+
+type mountSpec struct {
+	cfg   Config
+	cache cacheKind
+}
+
+type testMount struct {
+	dir   string
+	fsys  *FS
+	m     *Mounted
+	cache cacheBackend
+}
+
+// requireFUSE stops the test unless it can mount (root and /dev/fuse).
+func requireFUSE(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testserver.Unavailable(t, "FUSE tests need root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testserver.Unavailable(t, "no /dev/fuse: %v", err)
+	}
+}
+
+func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend {
+	t.Helper()
+	dir := t.TempDir()
+	switch spec.cache {
+	case fakeLocal, fakeNoLocal:
+		return newFakeCache(store, dir, spec.cfg.MetadataTTL, spec.cfg.NegativeTTL, spec.cache == fakeNoLocal)
+	default:
+		c, err := cache.Open(t.Context(), dir, store, cache.Options{
+			VolumeID: t.Name(), Origin: "test://" + t.Name(), Capacity: 8 << 30,
+			MetadataTTL: spec.cfg.MetadataTTL, NegativeTTL: spec.cfg.NegativeTTL, BlockSize: 1 << 20,
+		})
+		if err != nil {
+			t.Fatalf("cache.Open: %v", err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return cacheAdapter{c}
+	}
+}
+
+// mountStore mounts store and unmounts it at cleanup, even on failure.
+func mountStore(t testing.TB, store objstore.Store, spec mountSpec) *testMount {
+	t.Helper()
+	requireFUSE(t)
+	if spec.cache == "" {
+		spec.cache = defaultCache
+	}
+	backend := newBackend(t, store, spec)
+	fsys, err := newFS(spec.cfg, store, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	m, err := fsys.Mount(ctx, dir, MountOptions{FsName: "basin-test"})
+	if err != nil {
+		t.Fatalf("Mount: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatalf("stat mount: %v", err)
+	}
+	t.Cleanup(func() { unmountOrAbort(t, m, dir, st.Dev) })
+	return &testMount{dir: dir, fsys: fsys, m: m, cache: backend}
+}
+
+// unmountOrAbort unmounts; if that fails or hangs (a test left a file
+// open, or the server is stuck) it aborts the FUSE connection, so no test
+// leaves a mount behind nor blocks the test binary's exit on its own mount.
+func unmountOrAbort(t testing.TB, m *Mounted, dir string, dev uint64) {
+	done := make(chan error, 1)
+	go func() { done <- m.Unmount() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			return
+		}
+		t.Errorf("unmount %s: %v; aborting the connection", dir, err)
+	case <-time.After(20 * time.Second):
+		t.Errorf("unmount %s hung; aborting the connection", dir)
+	}
+	const ctl = "/sys/fs/fuse/connections"
+	if _, err := os.Stat(ctl + "/" + fmt.Sprint(unix.Minor(dev))); err != nil {
+		_ = syscall.Mount("fusectl", ctl, "fusectl", 0, "")
+	}
+	abort := fmt.Sprintf("%s/%d/abort", ctl, unix.Minor(dev))
+	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+		t.Errorf("abort %s: %v", dir, err)
+	}
+	_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+}
+
+// within runs fn (system calls on a mount) and fails the test if it does
+// not return in time.
+func within[T any](t testing.TB, what string, fn func() (T, error)) (T, error) {
+	t.Helper()
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-time.After(syscallTimeout):
+		t.Fatalf("%s: no answer after %v", what, syscallTimeout)
+		panic("unreachable")
+	}
+}
+
+// must is within for calls that must succeed.
+func must[T any](t testing.TB, what string, fn func() (T, error)) T {
+	t.Helper()
+	v, err := within(t, what, fn)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// errnoOf extracts the errno of a failed system call.
+func errnoOf(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return 0
+}
+
+// newFileStore is a filestore bucket in a temporary directory.
+func newFileStore(t testing.TB) (*filestore.Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := filestore.New(objstore.Config{Backend: objstore.BackendFile, Bucket: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, dir
+}
+
+func minioConfig(srv *testserver.Server, bucket string) objstore.Config {
+	return objstore.Config{
+		Backend: objstore.BackendS3, Bucket: bucket, Endpoint: srv.Endpoint, Region: srv.Region,
+		PathStyle: true, PartSize: 5 << 20, RequestTimeout: 5 * time.Second, MaxAttempts: 2,
+	}
+}
+
+func minioCreds(srv *testserver.Server) objstore.Credentials {
+	return objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+}
+
+// newMinIOBucket creates a fresh bucket on srv.
+func newMinIOBucket(t testing.TB, srv *testserver.Server) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	bucket := "basin-fuse-" + hex.EncodeToString(b[:])
+	admin, err := s3store.NewAdmin(t.Context(), minioConfig(srv, ""), minioCreds(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
+		t.Fatalf("CreateBucket: %v", err)
+	}
+	return bucket
+}
+
+// newMinIOStore opens a fresh bucket on srv (the shared MinIO when nil).
+func newMinIOStore(t testing.TB, srv *testserver.Server) *s3store.Store {
+	t.Helper()
+	if srv == nil {
+		srv = testserver.MinIO(t)
+	}
+	s, err := s3store.New(t.Context(), minioConfig(srv, newMinIOBucket(t, srv)), minioCreds(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// put stores data under key directly in the bucket.
+func put(t testing.TB, s objstore.Store, key string, data []byte) objstore.ObjectInfo {
+	t.Helper()
+	info, err := s.Put(t.Context(), key, bytesReader(data), objstore.PutOptions{Size: int64(len(data))})
+	if err != nil {
+		t.Fatalf("Put %s: %v", key, err)
+	}
+	return info
+}
+
+// randomBytes returns n reproducible pseudo-random bytes.
+func randomBytes(n int, seed byte) []byte {
+	b := make([]byte, n)
+	x := uint32(seed)*2654435761 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+func path(m *testMount, rel string) string { return filepath.Join(m.dir, rel) }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

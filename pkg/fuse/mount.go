@@ -1,0 +1,192 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"k8s.io/klog/v2"
+)
+
+// Mount tuning.
+const (
+	maxRequest    = 1 << 20 // max_read / MaxWrite / max pages
+	maxBackground = 64      // concurrent async requests (readahead, writes)
+)
+
+// ErrAlreadyMounted is returned by a second Mount of the same FS.
+var ErrAlreadyMounted = errors.New("fuse: file system already mounted")
+
+// Mounted is a served mount.
+type Mounted struct {
+	// constant
+	server     *gofuse.Server
+	mountpoint string
+	fdMode     bool
+
+	done      chan struct{} // closed when the serve loop ends
+	unmountMu sync.Mutex    // serialises Unmount
+}
+
+// IsFD reports whether mountpoint is the "/dev/fd/N" form: an already
+// mounted /dev/fuse descriptor inherited from the caller.
+func IsFD(mountpoint string) bool {
+	n, ok := strings.CutPrefix(mountpoint, "/dev/fd/")
+	if !ok {
+		return false
+	}
+	fd, err := strconv.Atoi(n)
+	return err == nil && fd > 0
+}
+
+// Mount attaches the file system to mountpoint and serves it in the
+// background until Unmount or until the kernel ends the connection.
+// mountpoint may be "/dev/fd/N": a /dev/fuse descriptor on which the caller
+// already called mount(2) (the CSI node plugin's way); it is served as is
+// and never unmounted by this process; the process serving it must not
+// open files on the mount itself (go-fuse's poll hack needs a path, and the
+// Go runtime's epoll_ctl on a FUSE file would wait for this very server).
+// ctx bounds the mount itself.
+func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*Mounted, error) {
+	f.mountMu.Lock()
+	mounted := f.mounted
+	f.mounted = true
+	f.mountMu.Unlock()
+	if mounted {
+		return nil, ErrAlreadyMounted
+	}
+	fdMode := IsFD(mountpoint)
+	entry := kernelTimeout(f.cfg.MetadataTTL)
+	negative := kernelTimeout(f.cfg.NegativeTTL)
+	name := opts.FsName
+	if name == "" {
+		name = "basin"
+	}
+	mo := gofuse.MountOptions{
+		AllowOther:           opts.AllowOther,
+		Options:              []string{"default_permissions"},
+		MaxWrite:             maxRequest,
+		MaxReadAhead:         maxRequest,
+		MaxBackground:        maxBackground,
+		FsName:               name,
+		Name:                 "basin",
+		DisableXAttrs:        true,
+		IgnoreSecurityLabels: true,
+		Debug:                opts.Debug,
+		// Root may mount without fusermount; fd mode must not mount.
+		DirectMount:       !fdMode,
+		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC,
+	}
+	if f.cfg.ReadOnly {
+		mo.Options = append(mo.Options, "ro")
+	}
+	if opts.Debug {
+		mo.Logger = log.New(klogWriter{}, "", 0)
+	}
+	fo := &fs.Options{
+		MountOptions:    mo,
+		EntryTimeout:    &entry,
+		AttrTimeout:     &entry,
+		NegativeTimeout: &negative,
+		UID:             f.cfg.UID,
+		GID:             f.cfg.GID,
+		RootStableAttr:  &fs.StableAttr{Ino: gofuse.FUSE_ROOT_ID},
+	}
+	server, err := gofuse.NewServer(fs.NewNodeFS(f.root, fo), mountpoint, &fo.MountOptions)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	f.mountMu.Lock()
+	f.server = server
+	f.mountMu.Unlock()
+	m := &Mounted{server: server, mountpoint: mountpoint, fdMode: fdMode, done: make(chan struct{})}
+	go func() {
+		server.Serve()
+		close(m.done)
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- server.WaitMount() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			_ = m.Unmount()
+			return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+		}
+	case <-ctx.Done():
+		// Let WaitMount finish first: go-fuse's Unmount must not run
+		// concurrently with it.
+		select {
+		case <-waited:
+		case <-time.After(30 * time.Second):
+		}
+		_ = m.Unmount()
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, ctx.Err())
+	}
+	klog.InfoS("mounted", "volume", f.cfg.VolumeID, "mountpoint", mountpoint, "readOnly", f.cfg.ReadOnly,
+		"metadataTTL", f.cfg.MetadataTTL, "negativeTTL", f.cfg.NegativeTTL)
+	return m, nil
+}
+
+// Done is closed when the mount stopped being served (unmounted by anyone).
+func (m *Mounted) Done() <-chan struct{} { return m.done }
+
+// Unmount detaches the mount and waits for the serve loop to end. A busy
+// mount (open files) is retried for a few seconds and then lazily detached.
+// In fd mode the caller owns the mount; Unmount returns at once.
+func (m *Mounted) Unmount() error {
+	m.unmountMu.Lock()
+	defer m.unmountMu.Unlock()
+	if m.fdMode {
+		return nil
+	}
+	select {
+	case <-m.done:
+		return nil
+	default:
+	}
+	err := m.server.Unmount()
+	if err != nil {
+		klog.InfoS("unmount failed, detaching lazily", "mountpoint", m.mountpoint, "err", err)
+		if lerr := syscall.Unmount(m.mountpoint, syscall.MNT_DETACH); lerr != nil {
+			return fmt.Errorf("unmount %s: %w (lazy: %w)", m.mountpoint, err, lerr)
+		}
+		err = nil
+	}
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("unmount %s: serve loop did not end", m.mountpoint)
+	}
+	return err
+}
+
+// Serve mounts, serves until ctx is cancelled or the mount goes away, then
+// unmounts.
+func (f *FS) Serve(ctx context.Context, mountpoint string, opts MountOptions) error {
+	m, err := f.Mount(ctx, mountpoint, opts)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return m.Unmount()
+	case <-m.Done():
+		return nil
+	}
+}
+
+// klogWriter sends go-fuse's debug log to klog.
+type klogWriter struct{}
+
+func (klogWriter) Write(p []byte) (int, error) {
+	klog.InfoDepth(1, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,182 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// Create opens a new file for writing; it reaches the bucket at close.
+func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	f := d.fsys
+	if f.cfg.ReadOnly {
+		return nil, nil, 0, syscall.EROFS
+	}
+	if !validName(name) {
+		return nil, nil, 0, syscall.EINVAL
+	}
+	dir, ok := d.key()
+	if !ok {
+		return nil, nil, 0, syscall.ENOENT
+	}
+	key := childKey(dir, name)
+	// CREATE follows a negative lookup, which may be stale (kernel and
+	// cache trust "missing" for NegativeTTL): ask the bucket itself. An
+	// existing object makes O_EXCL fail, and without O_TRUNC its content
+	// must survive (copy-down on the first write, as for an open).
+	var existing *objstore.ObjectInfo
+	if flags&(syscall.O_EXCL|syscall.O_TRUNC) != syscall.O_TRUNC {
+		sctx, cancel := f.opContext(ctx)
+		info, err := f.store.Stat(sctx, key)
+		cancel()
+		switch {
+		case err == nil && flags&syscall.O_EXCL != 0:
+			return nil, nil, 0, syscall.EEXIST
+		case err == nil:
+			existing = &info
+			f.cache.Invalidate(key)
+		case !errors.Is(err, objstore.ErrNotFound):
+			return nil, nil, 0, f.errno("create", key, err)
+		}
+	}
+	ino, err := f.cache.InodeOf(key)
+	if err != nil {
+		return nil, nil, 0, f.errno("create", key, err)
+	}
+	var w *writeState
+	if existing != nil {
+		w = newWriteState(nil, *existing)
+	} else if w, err = newCreatedState(f); err != nil {
+		return nil, nil, 0, f.errno("create", key, err)
+	}
+	fn := &fileNode{fsys: f, w: w, userOpens: 1}
+	if existing != nil {
+		fn.info = *existing
+	}
+	w.node = fn
+	w.refs = 1
+	w.writers.Store(1)
+	fn.fillAttr(&out.Attr)
+	child := d.NewInode(ctx, fn, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
+	d.forgetListing()
+	h := &writeHandle{node: fn, w: w, writable: true, readable: flags&syscall.O_ACCMODE == syscall.O_RDWR}
+	return child, h, 0, 0
+}
+
+// Mkdir writes the marker object "name/".
+func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	f := d.fsys
+	if f.cfg.ReadOnly {
+		return nil, syscall.EROFS
+	}
+	if !validName(name) {
+		return nil, syscall.EINVAL
+	}
+	dir, ok := d.key()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	key := childKey(dir, name)
+	ctx, cancel := f.opContext(ctx)
+	defer cancel()
+	if _, err := f.store.Put(ctx, key+"/", strings.NewReader(""), objstore.PutOptions{Size: 0}); err != nil {
+		return nil, f.errno("mkdir", key, err)
+	}
+	f.cache.Invalidate(key)
+	d.forgetListing()
+	return d.dirChild(ctx, name, key, 0, out)
+}
+
+// Rmdir deletes the marker of an empty directory.
+func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	f := d.fsys
+	if f.cfg.ReadOnly {
+		return syscall.EROFS
+	}
+	dir, ok := d.key()
+	if !ok {
+		return syscall.ENOENT
+	}
+	key := childKey(dir, name)
+	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
+		return syscall.ENOTEMPTY
+	}
+	ctx, cancel := f.opContext(ctx)
+	defer cancel()
+	page, err := f.store.List(ctx, objstore.ListOptions{Prefix: key + "/", Delimiter: "/", MaxKeys: 2})
+	if err != nil {
+		return f.errno("rmdir", key, err)
+	}
+	for _, o := range page.Objects {
+		if o.Key != key+"/" {
+			return syscall.ENOTEMPTY
+		}
+	}
+	if len(page.CommonPrefixes) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	if err := f.store.Delete(ctx, key+"/"); err != nil {
+		return f.errno("rmdir", key, err)
+	}
+	f.cache.Invalidate(key)
+	d.forgetListing()
+	return 0
+}
+
+// hasPendingWrites reports whether a file under n is being written.
+func hasPendingWrites(n *fs.Inode) bool {
+	if fn, ok := n.Operations().(*fileNode); ok {
+		return fn.pendingWrite()
+	}
+	for _, ch := range n.Children() {
+		if hasPendingWrites(ch) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unlink deletes the object; a file still being written here is not
+// uploaded afterwards.
+func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	f := d.fsys
+	if f.cfg.ReadOnly {
+		return syscall.EROFS
+	}
+	dir, ok := d.key()
+	if !ok {
+		return syscall.ENOENT
+	}
+	key := childKey(dir, name)
+	if ch := d.GetChild(name); ch != nil {
+		if fn, ok := ch.Operations().(*fileNode); ok {
+			fn.unlinked()
+		}
+	}
+	ctx, cancel := f.opContext(ctx)
+	defer cancel()
+	if err := f.store.Delete(ctx, key); err != nil {
+		return f.errno("unlink", key, err)
+	}
+	f.cache.Invalidate(key)
+	d.forgetListing()
+	return 0
+}
+
+// unlinked detaches the node from its object: pending data is discarded
+// and open handles keep what they have.
+func (n *fileNode) unlinked() {
+	n.mu.Lock()
+	w := n.w
+	n.info.Key = ""
+	n.mu.Unlock()
+	if w != nil {
+		w.markUnlinked()
+	}
+}

@@ -1,0 +1,155 @@
+package fuse
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// stores are the buckets the integration tests run against.
+var stores = []struct {
+	name string
+	open func(t testing.TB) objstore.Store
+}{
+	{"file", func(t testing.TB) objstore.Store { s, _ := newFileStore(t); return s }},
+	{"minio", func(t testing.TB) objstore.Store { return newMinIOStore(t, nil) }},
+}
+
+// forEachStore runs fn once per bucket kind and cache kind.
+func forEachStore(t *testing.T, kinds []cacheKind, fn func(t *testing.T, store objstore.Store, kind cacheKind)) {
+	for _, s := range stores {
+		for _, k := range kinds {
+			t.Run(s.name+"/"+string(k), func(t *testing.T) { fn(t, s.open(t), k) })
+		}
+	}
+}
+
+var allCaches = []cacheKind{realCache, fakeLocal, fakeNoLocal}
+
+func TestReadByteExact(t *testing.T) {
+	forEachStore(t, allCaches, func(t *testing.T, store objstore.Store, kind cacheKind) {
+		small := randomBytes(300<<10+7, 1)
+		large := randomBytes(24<<20+4095, 2)
+		put(t, store, "small.bin", small)
+		put(t, store, "dir/large.bin", large)
+		put(t, store, "empty", nil)
+		m := mountStore(t, store, mountSpec{cache: kind})
+
+		t.Run("sequential", func(t *testing.T) {
+			for name, want := range map[string][]byte{"small.bin": small, "dir/large.bin": large, "empty": {}} {
+				got := must(t, "read "+name, func() ([]byte, error) { return os.ReadFile(path(m, name)) })
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s: got %d bytes, want %d (equal prefix %d)", name, len(got), len(want), commonPrefix(got, want))
+				}
+			}
+		})
+		t.Run("random", func(t *testing.T) {
+			f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "dir/large.bin")) })
+			defer f.Close()
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := 0; i < 200; i++ {
+				off := r.Int64N(int64(len(large)) + 10)
+				n := r.IntN(3<<20) + 1
+				buf := make([]byte, n)
+				got, err := within(t, "pread", func() (int, error) { return f.ReadAt(buf, off) })
+				if err != nil && err != io.EOF {
+					t.Fatalf("ReadAt(%d, %d): %v", off, n, err)
+				}
+				end := min(off+int64(n), int64(len(large)))
+				want := large[min(off, end):end]
+				if !bytes.Equal(buf[:got], want) {
+					t.Fatalf("ReadAt(%d, %d): %d bytes differ from the object's %d", off, n, got, len(want))
+				}
+			}
+		})
+		t.Run("concurrent", func(t *testing.T) {
+			var wg sync.WaitGroup
+			errs := make(chan error, 16)
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for _, c := range []struct {
+						name string
+						want []byte
+					}{{"dir/large.bin", large}, {"small.bin", small}} {
+						got, err := os.ReadFile(path(m, c.name))
+						if err != nil {
+							errs <- err
+							return
+						}
+						if !bytes.Equal(got, c.want) {
+							errs <- fmt.Errorf("reader %d: %s differs", g, c.name)
+							return
+						}
+					}
+				}()
+			}
+			must(t, "concurrent readers", func() (struct{}, error) { wg.Wait(); return struct{}{}, nil })
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	})
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func TestPassthroughAndKeepCache(t *testing.T) {
+	store, _ := newFileStore(t)
+	data := randomBytes(8<<20+5, 3)
+	put(t, store, "f", data)
+
+	t.Run("passthrough", func(t *testing.T) {
+		m := mountStore(t, store, mountSpec{cache: fakeLocal})
+		for i := 0; i < 2; i++ {
+			got := must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "f")) })
+			if !bytes.Equal(got, data) {
+				t.Fatal("content differs")
+			}
+		}
+		st := m.fsys.Stats()
+		if st.PassthroughOpens != 2 || st.UserReadBytes != 0 {
+			t.Errorf("stats %+v: want 2 passthrough opens and no user-space reads", st)
+		}
+		// While the inode is open in passthrough mode, a writer is refused.
+		f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "f")) })
+		defer f.Close()
+		_, err := within(t, "open for write", func() (*os.File, error) { return os.OpenFile(path(m, "f"), os.O_WRONLY, 0) })
+		if errnoOf(err) != syscall.ETXTBSY {
+			t.Errorf("write open during passthrough: %v, want ETXTBSY", err)
+		}
+	})
+	t.Run("user space with keep cache", func(t *testing.T) {
+		m := mountStore(t, store, mountSpec{cache: fakeLocal, cfg: Config{DisablePassthrough: true, MetadataTTL: time.Hour}})
+		for i := 0; i < 3; i++ {
+			got := must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "f")) })
+			if !bytes.Equal(got, data) {
+				t.Fatal("content differs")
+			}
+		}
+		st := m.fsys.Stats()
+		if st.PassthroughOpens != 0 || st.UserOpens != 3 {
+			t.Errorf("stats %+v: want 3 user-space opens", st)
+		}
+		// The second and third open kept the page cache: one pass of READs.
+		if st.UserReadBytes != int64(len(data)) {
+			t.Errorf("user-space read bytes %d, want %d (page cache kept across opens)", st.UserReadBytes, len(data))
+		}
+	})
+}

@@ -1,0 +1,62 @@
+package fuse
+
+// seqDetector watches the reads of one open file and decides what to
+// prefetch. A read that starts near where the previous one ended continues
+// a sequential run; the kernel issues readahead requests concurrently and
+// slightly out of order, so "near" allows a gap of one maximum request in
+// either direction. A run starts with a window of min bytes, doubles it each
+// time the reader has consumed half of what was prefetched, and stops
+// growing at max. A random read ends the run. Not safe for concurrent use.
+type seqDetector struct {
+	// constant
+	min, max int64
+
+	next   int64 // where a sequential read is expected to start
+	window int64 // current prefetch window; 0 outside a run
+	ahead  int64 // prefetch issued up to here (exclusive)
+}
+
+// seqTolerance is how far from the expected offset a read may start and
+// still count as sequential: the largest FUSE read request.
+const seqTolerance = 1 << 20
+
+func newSeqDetector(minWindow, maxWindow int64) seqDetector {
+	if maxWindow > 0 && minWindow > maxWindow {
+		minWindow = maxWindow
+	}
+	return seqDetector{min: minWindow, max: maxWindow}
+}
+
+// observe records a read of n bytes at off in an object of size bytes and
+// returns the range to prefetch; length 0 means nothing to do.
+func (d *seqDetector) observe(off, n, size int64) (pfOff, pfLen int64) {
+	if d.max <= 0 || n <= 0 {
+		return 0, 0
+	}
+	end := off + n
+	sequential := (off == 0 && d.next == 0) || (off >= d.next-seqTolerance && off <= d.next+seqTolerance)
+	if end > d.next || !sequential {
+		d.next = end
+	}
+	if !sequential {
+		d.window, d.ahead = 0, 0
+		return 0, 0
+	}
+	switch {
+	case d.window == 0:
+		d.window = d.min
+	case d.ahead-end < d.window/2:
+		d.window = min(2*d.window, d.max)
+	default:
+		return 0, 0 // enough is in flight
+	}
+	from := max(d.ahead, end)
+	to := min(end+d.window, size)
+	if to > d.ahead {
+		d.ahead = to
+	}
+	if to <= from {
+		return 0, 0
+	}
+	return from, to - from
+}

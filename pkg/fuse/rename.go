@@ -1,0 +1,187 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// Rename copies then deletes; see the package documentation for what is
+// not atomic.
+func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	f := d.fsys
+	if f.cfg.ReadOnly {
+		return syscall.EROFS
+	}
+	if flags&^uint32(unix.RENAME_NOREPLACE) != 0 {
+		return syscall.EINVAL // RENAME_EXCHANGE, RENAME_WHITEOUT
+	}
+	np, ok := newParent.(*dirNode)
+	if !ok || !validName(newName) {
+		return syscall.EINVAL
+	}
+	srcDir, ok1 := d.key()
+	dstDir, ok2 := np.key()
+	if !ok1 || !ok2 {
+		return syscall.ENOENT
+	}
+	src, dst := childKey(srcDir, name), childKey(dstDir, newName)
+	if src == dst {
+		return 0
+	}
+	ctx, cancel := f.opContext(ctx)
+	defer cancel()
+	srcIsDir, errno := d.childIsDir(ctx, name, src)
+	if errno != 0 {
+		return errno
+	}
+	dstKind, err := f.kindOf(ctx, dst)
+	if err != nil {
+		return f.errno("rename", dst, err)
+	}
+	switch {
+	case dstKind != kindNone && flags&unix.RENAME_NOREPLACE != 0:
+		return syscall.EEXIST
+	case srcIsDir && dstKind == kindFile:
+		return syscall.ENOTDIR
+	case !srcIsDir && dstKind == kindDir:
+		return syscall.EISDIR
+	case srcIsDir && strings.HasPrefix(dst+"/", src+"/"):
+		return syscall.EINVAL // into itself
+	}
+	if srcIsDir {
+		errno = d.renameDir(ctx, name, src, dst, dstKind == kindDir)
+	} else {
+		errno = d.renameFile(ctx, name, src, dst)
+	}
+	if errno == 0 {
+		d.forgetListing()
+		np.forgetListing()
+	}
+	return errno
+}
+
+// childIsDir tells whether the child name is a directory.
+func (d *dirNode) childIsDir(ctx context.Context, name, key string) (bool, syscall.Errno) {
+	if ch := d.GetChild(name); ch != nil {
+		return ch.IsDir(), 0
+	}
+	k, err := d.fsys.kindOf(ctx, key)
+	if err != nil {
+		return false, d.fsys.errno("rename", key, err)
+	}
+	if k == kindNone {
+		return false, syscall.ENOENT
+	}
+	return k == kindDir, 0
+}
+
+type kind int
+
+const (
+	kindNone kind = iota
+	kindFile
+	kindDir
+)
+
+// kindOf looks key up in the bucket, as Lookup does.
+func (f *FS) kindOf(ctx context.Context, key string) (kind, error) {
+	_, err := f.cache.Stat(ctx, key)
+	if err == nil {
+		return kindFile, nil
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return kindNone, err
+	}
+	isDir, err := f.dirExists(ctx, key)
+	if err != nil || !isDir {
+		return kindNone, err
+	}
+	return kindDir, nil
+}
+
+// renameFile uploads pending data, then copies and deletes the object.
+func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall.Errno {
+	f := d.fsys
+	var w *writeState
+	if ch := d.GetChild(name); ch != nil {
+		if fn, ok := ch.Operations().(*fileNode); ok {
+			fn.mu.Lock()
+			w = fn.w
+			fn.mu.Unlock()
+		}
+	}
+	if w != nil {
+		if err := w.upload(ctx); err != nil {
+			return f.errno("rename", src, err)
+		}
+	}
+	if _, err := f.store.Copy(ctx, src, dst); err != nil {
+		return f.errno("rename", src, err)
+	}
+	if err := f.store.Delete(ctx, src); err != nil {
+		return f.errno("rename", src, err)
+	}
+	f.cache.Invalidate(src)
+	f.cache.Invalidate(dst)
+	return 0
+}
+
+// renameDir copies every key under src/ to dst/, then deletes the sources.
+// Each request gets the op timeout; the whole walk is not bounded.
+func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExists bool) syscall.Errno {
+	f := d.fsys
+	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
+		return syscall.EBUSY
+	}
+	if dstExists {
+		page, err := f.store.List(ctx, objstore.ListOptions{Prefix: dst + "/", MaxKeys: 2})
+		if err != nil {
+			return f.errno("rename", dst, err)
+		}
+		for _, o := range page.Objects {
+			if o.Key != dst+"/" {
+				return syscall.ENOTEMPTY
+			}
+		}
+	}
+	// The walk may outlive one op timeout; each request is bounded.
+	walkCtx := context.WithoutCancel(ctx)
+	var keys []string
+	err := objstore.ListAll(walkCtx, f.store, objstore.ListOptions{Prefix: src + "/"}, func(p objstore.ListPage) error {
+		for _, o := range p.Objects {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return f.errno("rename", src, err)
+	}
+	for _, k := range keys {
+		rctx, cancel := f.opContext(walkCtx)
+		_, err := f.store.Copy(rctx, k, dst+"/"+strings.TrimPrefix(k, src+"/"))
+		cancel()
+		if err != nil {
+			return f.errno("rename", k, err)
+		}
+	}
+	for _, k := range keys {
+		rctx, cancel := f.opContext(walkCtx)
+		err := f.store.Delete(rctx, k)
+		cancel()
+		if err != nil {
+			return f.errno("rename", k, err)
+		}
+		f.cache.Invalidate(k)
+		f.cache.Invalidate(dst + "/" + strings.TrimPrefix(k, src+"/"))
+	}
+	f.cache.Invalidate(src)
+	f.cache.Invalidate(dst)
+	return 0
+}

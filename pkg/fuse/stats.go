@@ -1,0 +1,32 @@
+package fuse
+
+import "sync/atomic"
+
+// Stats are the file system's own counters (the cache counts hits and
+// fetches).
+type Stats struct {
+	// PassthroughOpens counts opens served by FUSE passthrough.
+	PassthroughOpens int64
+	// UserOpens counts read opens served in user space.
+	UserOpens int64
+	// UserReadBytes counts bytes returned by READ requests.
+	UserReadBytes int64
+	// Uploads and UploadBytes count objects written to the bucket.
+	Uploads, UploadBytes int64
+}
+
+// counters is the mutable form of Stats.
+type counters struct {
+	ptOpens, userOpens, userReadBytes, uploads, uploadBytes atomic.Int64
+}
+
+// Stats returns a snapshot of the counters.
+func (f *FS) Stats() Stats {
+	return Stats{
+		PassthroughOpens: f.counters.ptOpens.Load(),
+		UserOpens:        f.counters.userOpens.Load(),
+		UserReadBytes:    f.counters.userReadBytes.Load(),
+		Uploads:          f.counters.uploads.Load(),
+		UploadBytes:      f.counters.uploadBytes.Load(),
+	}
+}

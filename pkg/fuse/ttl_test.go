@@ -1,0 +1,80 @@
+package fuse
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// TestMetadataTTL changes the bucket behind the mount's back: the change is
+// invisible until the TTL has passed, then visible.
+func TestMetadataTTL(t *testing.T) {
+	const ttl = 2 * time.Second
+	forEachStore(t, []cacheKind{realCache, fakeLocal}, func(t *testing.T, store objstore.Store, kind cacheKind) {
+		put(t, store, "f", []byte("v1"))
+		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{MetadataTTL: ttl, NegativeTTL: ttl}})
+
+		readF := func() string {
+			return string(must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "f")) }))
+		}
+		statErr := func(name string) error {
+			_, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, name)) })
+			return err
+		}
+		if got := readF(); got != "v1" {
+			t.Fatalf("first read %q", got)
+		}
+		if err := statErr("new"); !os.IsNotExist(err) {
+			t.Fatalf("stat new: %v, want ENOENT", err)
+		}
+		changed := time.Now()
+		put(t, store, "f", []byte("version-2"))
+		put(t, store, "new", []byte("n"))
+
+		// Before the TTL: the old size, content and absence.
+		if got := readF(); got != "v1" {
+			t.Errorf("read right after the change = %q, want the cached v1", got)
+		}
+		if err := statErr("new"); !os.IsNotExist(err) {
+			t.Errorf("stat new right after creation: %v, want the cached ENOENT", err)
+		}
+		if time.Since(changed) >= ttl {
+			t.Fatalf("checks took %v, longer than the TTL: the test proves nothing", time.Since(changed))
+		}
+
+		time.Sleep(ttl + 500*time.Millisecond)
+		if got := readF(); got != "version-2" {
+			t.Errorf("read after the TTL = %q, want version-2", got)
+		}
+		if err := statErr("new"); err != nil {
+			t.Errorf("stat new after the negative TTL: %v", err)
+		}
+	})
+}
+
+// TestMetadataTTLZeroAndForever checks both ends of the scale.
+func TestMetadataTTLZeroAndForever(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ttl         time.Duration
+		wantVisible bool
+	}{
+		{"zero", 0, true},
+		{"forever", -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, _ := newFileStore(t)
+			put(t, store, "f", []byte("v1"))
+			m := mountStore(t, store, mountSpec{cfg: Config{MetadataTTL: tc.ttl, NegativeTTL: tc.ttl}})
+			fi := must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) })
+			put(t, store, "f", []byte("version-2"))
+			time.Sleep(100 * time.Millisecond)
+			fi = must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) })
+			if visible := fi.Size() == 9; visible != tc.wantVisible {
+				t.Errorf("size %d after the change; visible=%v, want %v", fi.Size(), visible, tc.wantVisible)
+			}
+		})
+	}
+}

@@ -1,0 +1,287 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// copyChunk is the read size of a copy-down.
+const copyChunk = 4 << 20
+
+// writeState is the staged content of a file being written on this node,
+// shared by all of the inode's handles while any writer is open. It is
+// created by the first writer and finished when the last handle goes.
+type writeState struct {
+	// constant
+	node *fileNode
+	base objstore.ObjectInfo // the object when writing began; Key "" = new file
+
+	// Readable without mu, for getattr during a long upload.
+	size    atomic.Int64 // current length of the staged content
+	mtime   atomic.Int64 // UnixNano of the last change
+	writers atomic.Int32 // open writable handles
+
+	// refs counts handles and in-flight operations; guarded by node.mu.
+	refs int
+
+	// mu serialises changes, copy-down and uploads of the staged file.
+	// Lock order: writeState.mu before fileNode.mu.
+	mu sync.Mutex
+	// guarded by mu
+	file     *os.File             // staged content; nil until the first change
+	dirty    bool                 // the staged content differs from the bucket
+	discard  bool                 // unlinked: never upload
+	uploaded *objstore.ObjectInfo // version the clean staged file holds
+}
+
+func newWriteState(n *fileNode, base objstore.ObjectInfo) *writeState {
+	w := &writeState{node: n, base: base}
+	w.size.Store(base.Size)
+	mt := base.ModTime
+	if mt.IsZero() {
+		mt = time.Now()
+	}
+	w.mtime.Store(mt.UnixNano())
+	return w
+}
+
+// newCreatedState is the write state of a file created by O_CREAT: empty,
+// and dirty so that closing it uploads an empty object.
+func newCreatedState(f *FS) (*writeState, error) {
+	file, err := os.CreateTemp(f.cache.StagingDir(), "write-*")
+	if err != nil {
+		return nil, fmt.Errorf("create staging file: %w", err)
+	}
+	w := newWriteState(nil, objstore.ObjectInfo{ModTime: time.Now()})
+	w.file, w.dirty = file, true
+	return w, nil
+}
+
+func (w *writeState) fsys() *FS { return w.node.fsys }
+
+func (w *writeState) touch() { w.mtime.Store(time.Now().UnixNano()) }
+
+// ensureFile creates the staging file. With copyDown, an existing object is
+// first copied into it, so that partial writes keep the rest of the data.
+// Caller holds mu.
+func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
+	if w.file != nil {
+		return nil
+	}
+	f := w.fsys()
+	file, err := os.CreateTemp(f.cache.StagingDir(), "write-*")
+	if err != nil {
+		return fmt.Errorf("create staging file: %w", err)
+	}
+	if copyDown && w.base.Key != "" && w.base.Size > 0 {
+		if err := w.copyDown(ctx, file); err != nil {
+			file.Close()
+			os.Remove(file.Name())
+			return err
+		}
+	} else {
+		w.size.Store(0)
+	}
+	w.file = file
+	return nil
+}
+
+// copyDown copies the base object into file through the cache (which keeps
+// the blocks it fetched). Each chunk is bounded by the op timeout.
+func (w *writeState) copyDown(ctx context.Context, file *os.File) error {
+	f := w.fsys()
+	octx, cancel := f.opContext(ctx)
+	oh, err := f.cache.OpenObject(octx, w.base)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("copy-down %s: %w", w.base.Key, err)
+	}
+	defer oh.Close()
+	buf := make([]byte, copyChunk)
+	size := oh.Info().Size
+	for off := int64(0); off < size; {
+		n := int(min(int64(len(buf)), size-off))
+		cctx, cancel := f.opContext(ctx)
+		got, err := oh.ReadAt(cctx, buf[:n], off)
+		cancel()
+		if err != nil && !(errors.Is(err, io.EOF) && got == n) {
+			return fmt.Errorf("copy-down %s at %d: %w", w.base.Key, off, err)
+		}
+		if _, err := file.WriteAt(buf[:got], off); err != nil {
+			return fmt.Errorf("copy-down %s: %w", w.base.Key, err)
+		}
+		off += int64(got)
+	}
+	w.size.Store(size)
+	return nil
+}
+
+// write applies one WRITE.
+func (w *writeState) write(ctx context.Context, data []byte, off int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.ensureFile(ctx, true); err != nil {
+		return err
+	}
+	if _, err := w.file.WriteAt(data, off); err != nil {
+		return fmt.Errorf("write staging file: %w", err)
+	}
+	if end := off + int64(len(data)); end > w.size.Load() {
+		w.size.Store(end)
+	}
+	w.dirty = true
+	w.touch()
+	return nil
+}
+
+// truncate sets the length; truncating to 0 needs no copy-down.
+func (w *writeState) truncate(ctx context.Context, size int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.ensureFile(ctx, size > 0); err != nil {
+		return err
+	}
+	if err := w.file.Truncate(size); err != nil {
+		return fmt.Errorf("truncate staging file: %w", err)
+	}
+	w.size.Store(size)
+	w.dirty = true
+	w.touch()
+	return nil
+}
+
+// readAt reads the staged content, or the base object before any change.
+func (w *writeState) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	size := w.size.Load()
+	if off >= size {
+		return 0, nil
+	}
+	p = p[:min(int64(len(p)), size-off)]
+	if w.file != nil {
+		n, err := w.file.ReadAt(p, off)
+		if errors.Is(err, io.EOF) {
+			err = nil // a hole at the end after a truncate up
+			clear(p[n:])
+			n = len(p)
+		}
+		return n, err
+	}
+	f := w.fsys()
+	octx, cancel := f.opContext(ctx)
+	defer cancel()
+	oh, err := f.cache.OpenObject(octx, w.base)
+	if err != nil {
+		return 0, err
+	}
+	defer oh.Close()
+	n, err := oh.ReadAt(octx, p, off)
+	if errors.Is(err, io.EOF) && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// upload puts the staged content into the bucket if it changed.
+func (w *writeState) upload(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.uploadLocked(ctx)
+}
+
+func (w *writeState) uploadLocked(ctx context.Context) error {
+	if !w.dirty || w.discard {
+		return nil
+	}
+	f := w.fsys()
+	key, ok := w.node.key()
+	if !ok {
+		w.discard = true // unlinked meanwhile
+		return nil
+	}
+	if err := w.ensureFile(ctx, true); err != nil {
+		return err
+	}
+	size := w.size.Load()
+	if err := w.file.Truncate(size); err != nil { // materialise a truncate up
+		return fmt.Errorf("staging file: %w", err)
+	}
+	uctx, cancel := f.transferContext(ctx, size)
+	defer cancel()
+	info, err := f.store.Put(uctx, key, io.NewSectionReader(w.file, 0, size), objstore.PutOptions{Size: size})
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	if info.Key == "" {
+		info.Key = key
+	}
+	if info.Size == 0 {
+		info.Size = size
+	}
+	if info.ModTime.IsZero() {
+		info.ModTime = time.Now()
+	}
+	w.dirty = false
+	w.uploaded = &info
+	w.mtime.Store(info.ModTime.UnixNano()) // from now on the bucket's time
+	f.counters.uploads.Add(1)
+	f.counters.uploadBytes.Add(size)
+	f.cache.Invalidate(key)
+	n := w.node
+	n.mu.Lock()
+	n.info = info
+	n.keepVersion = "" // the page cache holds what was written, not a fetched copy
+	n.mu.Unlock()
+	klog.V(2).InfoS("uploaded", "volume", f.cfg.VolumeID, "key", key, "size", size, "version", info.Version)
+	return nil
+}
+
+// markUnlinked stops any further upload.
+func (w *writeState) markUnlinked() {
+	w.mu.Lock()
+	w.discard = true
+	w.mu.Unlock()
+}
+
+// finish runs when the last handle is gone: a last upload attempt for data
+// no flush managed to store, then the staged file becomes the cached copy
+// of the uploaded version (or is removed).
+func (w *writeState) finish() {
+	f := w.fsys()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dirty && !w.discard {
+		if err := w.uploadLocked(context.Background()); err != nil {
+			klog.ErrorS(err, "upload at release failed; the data written is lost", "volume", f.cfg.VolumeID)
+		}
+	}
+	if w.file == nil {
+		return
+	}
+	path := w.file.Name()
+	w.file.Close()
+	w.file = nil
+	if !w.dirty && !w.discard && w.uploaded != nil {
+		ctx, cancel := f.opContext(context.Background())
+		err := f.cache.Install(ctx, *w.uploaded, path)
+		cancel()
+		if err == nil {
+			return
+		}
+		klog.V(2).InfoS("install of written file into the cache failed", "volume", f.cfg.VolumeID, "key", w.uploaded.Key, "err", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		klog.ErrorS(err, "remove staging file", "volume", f.cfg.VolumeID, "path", path)
+	}
+}

@@ -1,0 +1,34 @@
+// Package supervisor runs the per-volume FUSE processes of the CSI node
+// plugin and keeps their mounts alive. It never imports pkg/cache or
+// pkg/fuse: a FUSE process is `csi-driver mount --fd 3 ...`, started
+// through a ProcessRunner (fakeable) and handed a /dev/fuse descriptor on
+// which the Manager itself called mount(2) (Kernel, fakeable).
+//
+// Layout:
+//   - runner.go: ProcessRunner, Process and the os/exec runner.
+//   - kernel.go: Kernel, the mount side (FUSE mount with a held fd, bind,
+//     unmount, health check, statfs), and its Linux implementation;
+//     within.go: the timeout wrapper every call touching a FUSE mount
+//     goes through.
+//   - manager.go: Manager (Stage, Unstage, Check) and Request, Status;
+//     volume.go: one supervised volume and its start sequence;
+//     watchdog.go: noticing death (child exit at once, a hung or broken
+//     mount by a periodic stat under a timeout) and healing it.
+//   - credentials.go: the 0600 credentials file handed to a child.
+//   - logs.go: the child's stderr prefixed with the volume ID into klog
+//     and a ring buffer of its last lines for error messages.
+//   - reap.go: finding FUSE processes left by an earlier node plugin.
+//
+// Healing, first level (issue 5): the Manager holds the /dev/fuse fd of
+// every mount. When the child exits or the mount stops answering, it
+// closes the fd (aborting the dead connection), lazily unmounts the
+// staging path, mounts it again with a new fd, starts a new child and
+// re-binds every published target (Config.Binds). Pods see the new mount
+// only with mountPropagation: HostToContainer.
+//
+// Transparent takeover (issue 6) slots in as the first strategy of
+// Manager.heal: because the Manager still holds the fd, the kernel mount
+// never dies with the child; a new child started on a dup of the same fd,
+// resuming an initialised session, heals without any error. The remount
+// path stays as the fallback.
+package supervisor

@@ -1,0 +1,156 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	mountutils "k8s.io/mount-utils"
+)
+
+// Kernel is the mount side of the supervisor. Every method that may touch
+// a FUSE mount returns when ctx ends, even if the mount does not answer.
+type Kernel interface {
+	// MountFUSE opens /dev/fuse and mounts it on target (an existing
+	// directory); the returned descriptor serves the mount. fsName shows
+	// in /proc/mounts.
+	MountFUSE(ctx context.Context, target, fsName string, readOnly bool) (*os.File, error)
+	// Unmount unmounts target, lazily (MNT_DETACH) when it is busy or
+	// broken. Nothing mounted there is success.
+	Unmount(ctx context.Context, target string) error
+	// Check reports whether target is a mount that answers: nil, or an
+	// error wrapping ErrBroken, ErrTimeout or ErrNotMounted. On a fresh
+	// FUSE mount it waits until the FUSE process answered INIT.
+	Check(ctx context.Context, target string) error
+	// Bind bind-mounts source on target (read-only if asked), replacing
+	// whatever is mounted on target.
+	Bind(ctx context.Context, source, target string, readOnly bool) error
+	// Statfs reports the file system of path.
+	Statfs(ctx context.Context, path string) (unix.Statfs_t, error)
+}
+
+// FUSE mount parameters (see the kernel's Documentation/filesystems/fuse).
+const (
+	fuseDevice  = "/dev/fuse"
+	fuseType    = "fuse.basin"
+	fuseMaxRead = 1 << 20
+)
+
+// LinuxKernel implements Kernel with mount(2) and, for bind mounts,
+// k8s.io/mount-utils.
+type LinuxKernel struct {
+	// constant
+	mounter mountutils.Interface
+}
+
+var _ Kernel = (*LinuxKernel)(nil)
+
+// NewLinuxKernel returns the real Kernel.
+func NewLinuxKernel() *LinuxKernel {
+	return &LinuxKernel{mounter: mountutils.New("")}
+}
+
+// MountFUSE implements Kernel.
+func (k *LinuxKernel) MountFUSE(ctx context.Context, target, fsName string, readOnly bool) (*os.File, error) {
+	dev, err := os.OpenFile(fuseDevice, os.O_RDWR, 0) // O_CLOEXEC: only the child we hand it to gets it
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: open %s: %w", fuseDevice, err)
+	}
+	data := fmt.Sprintf("fd=%d,rootmode=40000,user_id=%d,group_id=%d,allow_other,default_permissions,max_read=%d",
+		dev.Fd(), os.Geteuid(), os.Getegid(), fuseMaxRead)
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if readOnly {
+		flags |= unix.MS_RDONLY
+	}
+	// The target is a plain directory (stale mounts were removed first),
+	// so mount(2) never waits for a FUSE server; the bound is for safety.
+	err = within(ctx, "mount "+target, func() error {
+		return unix.Mount(strings.ReplaceAll(fsName, ",", "_"), target, fuseType, flags, data)
+	})
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("supervisor: mount FUSE on %s: %w", target, err)
+	}
+	return dev, nil
+}
+
+// Unmount implements Kernel.
+func (k *LinuxKernel) Unmount(ctx context.Context, target string) error {
+	err := within(ctx, "unmount "+target, func() error { return unix.Unmount(target, 0) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EINVAL), errors.Is(err, fs.ErrNotExist):
+		return nil // not a mount point, or gone
+	}
+	// Busy, broken or not answering: detach it now, the kernel frees it
+	// when its last user goes away.
+	if lerr := unix.Unmount(target, unix.MNT_DETACH); lerr != nil && !errors.Is(lerr, unix.EINVAL) && !errors.Is(lerr, fs.ErrNotExist) {
+		return fmt.Errorf("supervisor: unmount %s: %w (lazy: %w)", target, err, lerr)
+	}
+	return nil
+}
+
+// Check implements Kernel: a stat of target and of its parent under ctx.
+func (k *LinuxKernel) Check(ctx context.Context, target string) error {
+	var notMnt bool
+	err := within(ctx, "stat "+target, func() error {
+		var err error
+		notMnt, err = k.mounter.IsLikelyNotMountPoint(target)
+		return err
+	})
+	switch {
+	case err == nil && notMnt:
+		return fmt.Errorf("%w: %s", ErrNotMounted, target)
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTimeout):
+		return err
+	case mountutils.IsCorruptedMnt(err):
+		return fmt.Errorf("%w: %s: %w", ErrBroken, target, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s does not exist", ErrNotMounted, target)
+	}
+	return fmt.Errorf("supervisor: check %s: %w", target, err)
+}
+
+// Bind implements Kernel.
+func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly bool) error {
+	if err := k.Unmount(ctx, target); err != nil {
+		return err
+	}
+	opts := []string{"bind"}
+	if readOnly {
+		opts = append(opts, "ro")
+	}
+	// mount(8) resolves the source path, which asks the FUSE process.
+	err := within(ctx, "bind "+target, func() error { return k.mounter.Mount(source, target, "", opts) })
+	if err != nil {
+		return fmt.Errorf("supervisor: bind %s on %s: %w", source, target, err)
+	}
+	return nil
+}
+
+// Statfs implements Kernel.
+func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, error) {
+	var st unix.Statfs_t
+	err := within(ctx, "statfs "+path, func() error {
+		var s unix.Statfs_t
+		if err := unix.Statfs(path, &s); err != nil {
+			return &fs.PathError{Op: "statfs", Path: path, Err: err}
+		}
+		st = s // read below only when the call returned in time
+		return nil
+	})
+	if err != nil {
+		if mountutils.IsCorruptedMnt(err) {
+			return unix.Statfs_t{}, fmt.Errorf("%w: %w", ErrBroken, err)
+		}
+		return unix.Statfs_t{}, err
+	}
+	return st, nil
+}

@@ -1,0 +1,276 @@
+package supervisor_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/supervisor"
+	"github.com/basin-csi/basin/pkg/supervisor/supervisortest"
+)
+
+type fixture struct {
+	m      *supervisor.Manager
+	runner *supervisortest.Runner
+	kernel *supervisortest.Kernel
+
+	mu    sync.Mutex // guards binds
+	binds []supervisor.Bind
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{runner: &supervisortest.Runner{}, kernel: supervisortest.NewKernel()}
+	m, err := supervisor.NewManager(supervisor.Config{
+		Binary: "/bin/csi-driver", Runner: f.runner, Kernel: f.kernel,
+		CredentialsDir: filepath.Join(t.TempDir(), "credentials"), Env: []string{"PATH=/bin"},
+		Binds: func(string) []supervisor.Bind {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return slices.Clone(f.binds)
+		},
+		ReadyTimeout: 2 * time.Second, CheckInterval: 20 * time.Millisecond, CheckTimeout: 50 * time.Millisecond,
+		StopTimeout: time.Second, MaxHealBackoff: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	t.Cleanup(m.Close)
+	return f
+}
+
+func request() supervisor.Request {
+	return supervisor.Request{
+		VolumeID: "s3/1pds/r/fp/bucket/vol/", StagingPath: "/staging", CacheDir: "/cache/v",
+		Source: "s3://bucket/vol/", Flags: []string{"--cache-size", "1Gi"},
+		Credentials: objstore.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "very-secret-key"},
+	}
+}
+
+// waitFor polls cond (a test helper, not production code) for up to 5s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestStageStartsServingProcess(t *testing.T) {
+	f := newFixture(t)
+	req := request()
+	if err := f.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	p := f.runner.Last()
+	if p == nil {
+		t.Fatal("no process started")
+	}
+	args := p.Spec.Args
+	for _, want := range [][]string{{"mount", "--fd", "3"}, {"--cache-dir", "/cache/v"}, {"--volume-id", req.VolumeID}, {"--cache-size", "1Gi"}} {
+		if !containsRun(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if args[len(args)-1] != req.Source {
+		t.Errorf("last arg %q, want the source", args[len(args)-1])
+	}
+	if strings.Contains(strings.Join(args, " "), "very-secret-key") {
+		t.Error("a secret is in argv")
+	}
+	if len(p.Spec.ExtraFiles) != 1 {
+		t.Errorf("%d extra files, want the FUSE descriptor", len(p.Spec.ExtraFiles))
+	}
+	if mnt, ok := f.kernel.Mounted("/staging"); !ok || mnt.Source != "fuse" {
+		t.Errorf("staging mount = %+v, %v", mnt, ok)
+	}
+	st, err := f.m.Check(t.Context(), req.VolumeID)
+	if err != nil || !st.Healthy || st.Pid != p.Pid() || st.Heals != 0 {
+		t.Errorf("Check = %+v, %v", st, err)
+	}
+}
+
+func containsRun(args, run []string) bool {
+	for i := 0; i+len(run) <= len(args); i++ {
+		if slices.Equal(args[i:i+len(run)], run) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStageIdempotentAndConflict(t *testing.T) {
+	f := newFixture(t)
+	req := request()
+	if err := f.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Stage(t.Context(), req); err != nil {
+		t.Errorf("second Stage: %v", err)
+	}
+	if n := len(f.runner.Started()); n != 1 {
+		t.Errorf("%d processes after two Stages, want 1", n)
+	}
+	other := req
+	other.StagingPath = "/elsewhere"
+	if err := f.m.Stage(t.Context(), other); !errors.Is(err, supervisor.ErrConflict) {
+		t.Errorf("Stage elsewhere: %v, want ErrConflict", err)
+	}
+}
+
+func TestStageFailsWhenChildExitsEarly(t *testing.T) {
+	f := newFixture(t)
+	f.kernel.SetHealth("/staging", supervisortest.Hung) // never answers...
+	f.runner.OnStart = func(p *supervisortest.Process) error {
+		f.kernel.SetHealth("/staging", supervisortest.Hung)
+		go func() {
+			_, _ = p.Spec.Output.Write([]byte("open s3://bucket/vol/: access denied\n"))
+			p.Exit(errors.New("exit status 1"))
+		}()
+		return nil
+	}
+	err := f.m.Stage(t.Context(), request())
+	if !errors.Is(err, supervisor.ErrExited) {
+		t.Fatalf("Stage: %v, want ErrExited", err)
+	}
+	if !strings.Contains(err.Error(), "access denied") {
+		t.Errorf("error %q lacks the child's last output", err)
+	}
+	if _, ok := f.kernel.Mounted("/staging"); ok {
+		t.Error("a failed Stage left the staging mount")
+	}
+	if _, err := f.m.Check(t.Context(), request().VolumeID); !errors.Is(err, supervisor.ErrNotStaged) {
+		t.Errorf("Check after failed Stage: %v", err)
+	}
+}
+
+func TestStageReadyBoundedByContext(t *testing.T) {
+	f := newFixture(t)
+	f.runner.OnStart = func(*supervisortest.Process) error {
+		f.kernel.SetHealth("/staging", supervisortest.Hung)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := f.m.Stage(ctx, request())
+	if !errors.Is(err, supervisor.ErrTimeout) {
+		t.Fatalf("Stage: %v, want ErrTimeout", err)
+	}
+	p := f.runner.Last()
+	if sigs := p.Signals(); !slices.ContainsFunc(sigs, func(s os.Signal) bool { return s == syscall.SIGKILL }) {
+		t.Errorf("the hung child got %v, want SIGKILL", sigs)
+	}
+}
+
+func TestWatchdogHeals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(f *fixture, p *supervisortest.Process)
+		cause  string
+	}{
+		{"child exit", func(_ *fixture, p *supervisortest.Process) { p.Exit(errors.New("signal: killed")) }, "exited"},
+		{"broken mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Broken) }, "broken"},
+		{"hung mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Hung) }, "did not answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.binds = []supervisor.Bind{{Target: "/pod1", ReadOnly: false}, {Target: "/pod2", ReadOnly: true}}
+			req := request()
+			if err := f.m.Stage(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			first := f.runner.Last()
+			tc.break_(f, first)
+			waitFor(t, "a heal", func() bool {
+				st, _ := f.m.Check(t.Context(), req.VolumeID)
+				return st.Heals == 1 && st.Healthy
+			})
+			st, _ := f.m.Check(t.Context(), req.VolumeID)
+			if st.LastHeal == nil || !strings.Contains(st.LastHeal.Cause, tc.cause) || st.LastHeal.Err != "" {
+				t.Errorf("LastHeal = %+v, want a cause mentioning %q", st.LastHeal, tc.cause)
+			}
+			if n := len(f.runner.Started()); n != 2 {
+				t.Errorf("%d processes started, want 2", n)
+			}
+			select {
+			case <-first.Exited():
+			default:
+				t.Error("the old process still runs")
+			}
+			if st.Pid != f.runner.Last().Pid() {
+				t.Errorf("Pid %d, want the new process %d", st.Pid, f.runner.Last().Pid())
+			}
+			for _, b := range f.binds {
+				if m, ok := f.kernel.Mounted(b.Target); !ok || m.Source != "/staging" || m.ReadOnly != b.ReadOnly {
+					t.Errorf("target %s: %+v, %v; want re-bound (ro=%v)", b.Target, m, ok, b.ReadOnly)
+				}
+			}
+			if fuse, _ := f.kernel.Counts(); fuse != 2 {
+				t.Errorf("%d FUSE mounts, want 2 (remount)", fuse)
+			}
+			if f.m.Heals() != 1 {
+				t.Errorf("Heals() = %d", f.m.Heals())
+			}
+		})
+	}
+}
+
+func TestWatchdogRetriesFailedHeal(t *testing.T) {
+	f := newFixture(t)
+	req := request()
+	if err := f.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	f.kernel.FailMounts(errors.New("no /dev/fuse"))
+	f.runner.Last().Exit(errors.New("signal: killed"))
+	waitFor(t, "a failed heal", func() bool {
+		st, _ := f.m.Check(t.Context(), req.VolumeID)
+		return st.Heals >= 1 && !st.Healthy && st.LastHeal != nil && st.LastHeal.Err != ""
+	})
+	f.kernel.FailMounts(nil)
+	waitFor(t, "a successful retry", func() bool {
+		st, _ := f.m.Check(t.Context(), req.VolumeID)
+		return st.Healthy && st.Pid != 0
+	})
+}
+
+func TestUnstage(t *testing.T) {
+	f := newFixture(t)
+	req := request()
+	if err := f.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	p := f.runner.Last()
+	if err := f.m.Unstage(t.Context(), req.VolumeID, req.StagingPath); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.kernel.Mounted("/staging"); ok {
+		t.Error("staging still mounted")
+	}
+	if sigs := p.Signals(); len(sigs) == 0 || sigs[0] != syscall.SIGTERM {
+		t.Errorf("signals %v, want SIGTERM first", sigs)
+	}
+	if _, err := f.m.Check(t.Context(), req.VolumeID); !errors.Is(err, supervisor.ErrNotStaged) {
+		t.Errorf("Check after Unstage: %v", err)
+	}
+	// Again, and for a volume never staged: success.
+	if err := f.m.Unstage(t.Context(), req.VolumeID, req.StagingPath); err != nil {
+		t.Errorf("second Unstage: %v", err)
+	}
+	time.Sleep(60 * time.Millisecond) // several watchdog periods: no heal of an unstaged volume
+	if n := len(f.runner.Started()); n != 1 {
+		t.Errorf("%d processes started, want 1", n)
+	}
+}

@@ -1,0 +1,78 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// ProcessSpec is one process to start.
+type ProcessSpec struct {
+	// Path is the executable; Args are its arguments (without argv[0]).
+	// Args never hold a secret.
+	Path string
+	Args []string
+	// Env is the complete environment.
+	Env []string
+	// ExtraFiles become descriptors 3, 4, ... of the child.
+	ExtraFiles []*os.File
+	// Output receives the child's stdout and stderr.
+	Output io.Writer
+}
+
+// Process is a started child.
+type Process interface {
+	// Pid is the process ID.
+	Pid() int
+	// Signal sends sig to the process.
+	Signal(sig os.Signal) error
+	// Wait waits for the process to exit and reports how it ended. The
+	// Manager calls it exactly once, from its own goroutine.
+	Wait() error
+}
+
+// ProcessRunner starts processes. The Manager uses ExecRunner; tests use
+// supervisortest.Runner.
+type ProcessRunner interface {
+	// Start starts spec. ctx bounds the start only, never the process's
+	// lifetime: FUSE processes outlive requests.
+	Start(ctx context.Context, spec ProcessSpec) (Process, error)
+}
+
+// ExecRunner starts real processes with os/exec.
+type ExecRunner struct{}
+
+var _ ProcessRunner = ExecRunner{}
+
+// outputDrainTime bounds how long Wait waits for the output copy after the
+// child exited (a grandchild may hold the pipe).
+const outputDrainTime = 2 * time.Second
+
+// Start starts spec in its own process group, so a terminal's signals to
+// the node plugin do not reach its FUSE processes.
+func (ExecRunner) Start(ctx context.Context, spec ProcessSpec) (Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env = spec.Env
+	cmd.ExtraFiles = spec.ExtraFiles
+	cmd.Stdout = spec.Output
+	cmd.Stderr = spec.Output
+	cmd.WaitDelay = outputDrainTime
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("supervisor: start %s: %w", spec.Path, err)
+	}
+	return execProcess{cmd}, nil
+}
+
+type execProcess struct{ cmd *exec.Cmd }
+
+func (p execProcess) Pid() int                   { return p.cmd.Process.Pid }
+func (p execProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+func (p execProcess) Wait() error                { return p.cmd.Wait() }

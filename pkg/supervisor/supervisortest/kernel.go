@@ -1,0 +1,151 @@
+package supervisortest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+// Health is what a fake mount answers to Check.
+type Health int
+
+// Health values.
+const (
+	Healthy Health = iota // Check succeeds
+	Broken                // Check fails with supervisor.ErrBroken
+	Hung                  // Check waits until its context ends
+)
+
+// Mount is one fake mount.
+type Mount struct {
+	Source   string // "fuse" for FUSE mounts, the bind source otherwise
+	ReadOnly bool
+}
+
+// Kernel is a fake supervisor.Kernel: mounts are entries in a table.
+type Kernel struct {
+	mu      sync.Mutex // guards the fields below
+	mounts  map[string]Mount
+	health  map[string]Health
+	fuse    int // FUSE mounts made
+	files   []*os.File
+	binds   int
+	statfs  unix.Statfs_t
+	failNew error
+}
+
+var _ supervisor.Kernel = (*Kernel)(nil)
+
+// NewKernel returns an empty fake kernel.
+func NewKernel() *Kernel {
+	return &Kernel{mounts: map[string]Mount{}, health: map[string]Health{},
+		statfs: unix.Statfs_t{Bsize: 4096, Blocks: 1000, Bfree: 600, Bavail: 600, Files: 100, Ffree: 40}}
+}
+
+// MountFUSE implements supervisor.Kernel; the descriptor is /dev/null.
+func (k *Kernel) MountFUSE(_ context.Context, target, _ string, readOnly bool) (*os.File, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.failNew != nil {
+		return nil, k.failNew
+	}
+	if _, ok := k.mounts[target]; ok {
+		return nil, fmt.Errorf("supervisortest: %s already mounted", target)
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	k.files = append(k.files, f)
+	k.mounts[target] = Mount{Source: "fuse", ReadOnly: readOnly}
+	k.health[target] = Healthy
+	k.fuse++
+	return f, nil
+}
+
+// Unmount implements supervisor.Kernel.
+func (k *Kernel) Unmount(_ context.Context, target string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.mounts, target)
+	delete(k.health, target)
+	return nil
+}
+
+// Check implements supervisor.Kernel.
+func (k *Kernel) Check(ctx context.Context, target string) error {
+	k.mu.Lock()
+	_, ok := k.mounts[target]
+	h := k.health[target]
+	k.mu.Unlock()
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s", supervisor.ErrNotMounted, target)
+	case h == Broken:
+		return fmt.Errorf("%w: %s", supervisor.ErrBroken, target)
+	case h == Hung:
+		<-ctx.Done()
+		return fmt.Errorf("%w: %s", supervisor.ErrTimeout, target)
+	}
+	return nil
+}
+
+// Bind implements supervisor.Kernel.
+func (k *Kernel) Bind(_ context.Context, source, target string, readOnly bool) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.mounts[source]; !ok {
+		return fmt.Errorf("supervisortest: bind source %s not mounted", source)
+	}
+	k.mounts[target] = Mount{Source: source, ReadOnly: readOnly}
+	k.health[target] = Healthy
+	k.binds++
+	return nil
+}
+
+// Statfs implements supervisor.Kernel with fixed figures.
+func (k *Kernel) Statfs(_ context.Context, path string) (unix.Statfs_t, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.mounts[path]; !ok {
+		return unix.Statfs_t{}, fmt.Errorf("supervisortest: %s not mounted", path)
+	}
+	if k.health[path] != Healthy {
+		return unix.Statfs_t{}, fmt.Errorf("%w: %s", supervisor.ErrBroken, path)
+	}
+	return k.statfs, nil
+}
+
+// SetHealth sets what Check on target answers.
+func (k *Kernel) SetHealth(target string, h Health) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.health[target] = h
+}
+
+// FailMounts makes every later MountFUSE fail with err (nil: succeed).
+func (k *Kernel) FailMounts(err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.failNew = err
+}
+
+// Mounted returns the mount at target.
+func (k *Kernel) Mounted(target string) (Mount, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m, ok := k.mounts[target]
+	return m, ok
+}
+
+// Counts returns the FUSE mounts and binds made so far.
+func (k *Kernel) Counts() (fuse, binds int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.fuse, k.binds
+}

@@ -1,0 +1,226 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// volume is one supervised volume.
+type volume struct {
+	// constant
+	req      Request
+	logs     *lineLog
+	stop     chan struct{} // closed by Unstage and Close
+	stopOnce sync.Once
+	done     chan struct{} // closed when the watchdog returned
+
+	mu      sync.Mutex // guards the fields below
+	fd      *os.File   // the Manager's descriptor of the mount; nil while healing
+	child   *child     // the serving process; nil while healing or after a failed heal
+	healing bool
+	broken  string // why the volume is unhealthy; "" when healthy
+	heals   int64
+	last    *HealEvent
+}
+
+func newVolume(req Request, logLines int) *volume {
+	return &volume{
+		req:  req,
+		logs: newLineLog(req.VolumeID, logLines),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+}
+
+// status snapshots v's health.
+func (v *volume) status() Status {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := Status{Healthy: !v.healing && v.broken == "", Healing: v.healing, Message: v.broken, Heals: v.heals}
+	if v.healing {
+		s.Message = "healing: " + v.broken
+	}
+	if v.child != nil {
+		s.Pid = v.child.proc.Pid()
+	}
+	if v.last != nil {
+		ev := *v.last
+		s.LastHeal = &ev
+	}
+	return s
+}
+
+// child is a started FUSE process.
+type child struct {
+	// constant
+	proc   Process
+	exited chan struct{} // closed when Wait returned
+	err    error         // Wait's result; read only after exited is closed
+}
+
+// watchChild waits for proc in a goroutine: exit is noticed at once.
+func watchChild(proc Process) *child {
+	c := &child{proc: proc, exited: make(chan struct{})}
+	go func() {
+		c.err = proc.Wait()
+		close(c.exited)
+	}()
+	return c
+}
+
+// stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
+func (c *child) stop(grace time.Duration) {
+	if err := c.proc.Signal(syscall.SIGTERM); err != nil {
+		c.kill()
+		return
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(grace):
+		c.kill()
+	}
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (c *child) kill() {
+	_ = c.proc.Signal(syscall.SIGKILL)
+	<-c.exited
+}
+
+// start mounts v's staging path with a new descriptor, starts a FUSE
+// process on it, waits until it answers and re-binds the published
+// targets. reap stops processes an earlier node plugin left (first start
+// only). On error nothing is left mounted or running.
+func (m *Manager) start(ctx context.Context, v *volume, reap bool) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
+	defer cancel()
+	req := v.req
+	if reap && m.cfg.Reaper != nil {
+		if err := m.cfg.Reaper(ctx, req.VolumeID, req.CacheDir); err != nil {
+			return err
+		}
+	}
+	if err := m.cfg.Kernel.Unmount(ctx, req.StagingPath); err != nil {
+		return err
+	}
+	fd, err := m.cfg.Kernel.MountFUSE(ctx, req.StagingPath, "basin:"+req.Source, req.ReadOnly)
+	if err != nil {
+		return err
+	}
+	var c *child
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Closing our descriptor after the child's aborts the connection,
+		// which also releases a stat still waiting for it.
+		if c != nil {
+			c.kill()
+		}
+		fd.Close()
+		if uerr := m.cfg.Kernel.Unmount(context.Background(), req.StagingPath); uerr != nil {
+			klog.ErrorS(uerr, "cleaning up a failed start", "volume", req.VolumeID)
+		}
+	}()
+	spec, cleanup, err := m.processSpec(req, fd, v.logs)
+	if err != nil {
+		return err
+	}
+	// The child reads and deletes its credentials file as it starts; we
+	// remove what it left only once it has exited (or never started), since
+	// readiness can be seen before a slow child has read the file.
+	proc, err := m.cfg.Runner.Start(ctx, spec)
+	if err != nil {
+		cleanup()
+		return err
+	}
+	c = watchChild(proc)
+	go func() { <-c.exited; cleanup() }()
+	ready := make(chan error, 1)
+	go func() { ready <- m.cfg.Kernel.Check(ctx, req.StagingPath) }()
+	select {
+	case err = <-ready:
+	case <-c.exited:
+		err = fmt.Errorf("%w before serving (%v)", ErrExited, c.err)
+	}
+	if err != nil {
+		return fmt.Errorf("supervisor: volume %s: FUSE process %d not ready: %w%s",
+			req.VolumeID, proc.Pid(), err, v.logs.tailMessage(5))
+	}
+	m.rebind(ctx, v)
+	v.mu.Lock()
+	v.fd, v.child = fd, c
+	v.mu.Unlock()
+	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath)
+	return nil
+}
+
+// rebind binds the staging path again on every published target. A target
+// that cannot be bound (its pod is gone) is logged and skipped.
+func (m *Manager) rebind(ctx context.Context, v *volume) {
+	for _, b := range m.cfg.Binds(v.req.VolumeID) {
+		if err := m.cfg.Kernel.Bind(ctx, v.req.StagingPath, b.Target, b.ReadOnly); err != nil {
+			klog.ErrorS(err, "re-binding a published target", "volume", v.req.VolumeID, "target", b.Target)
+			continue
+		}
+		klog.InfoS("re-bound published target", "volume", v.req.VolumeID, "target", b.Target, "readOnly", b.ReadOnly)
+	}
+}
+
+// teardown unmounts v's staging path, releases the descriptor and stops
+// the FUSE process (which sees its mount go away and exits by itself).
+func (m *Manager) teardown(ctx context.Context, v *volume) error {
+	if err := m.cfg.Kernel.Unmount(ctx, v.req.StagingPath); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	fd, c := v.fd, v.child
+	v.fd, v.child = nil, nil
+	v.mu.Unlock()
+	if fd != nil {
+		fd.Close()
+	}
+	if c != nil {
+		c.stop(m.cfg.StopTimeout)
+	}
+	klog.InfoS("volume unstaged", "volume", v.req.VolumeID, "staging", v.req.StagingPath)
+	return nil
+}
+
+// processSpec builds the command line of req's FUSE process, serving fd
+// as descriptor 3. cleanup removes handoff files the child did not.
+func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog) (spec ProcessSpec, cleanup func(), err error) {
+	args := []string{"mount", "--fd", "3", "--volume-id", req.VolumeID, "--cache-dir", req.CacheDir}
+	if req.ReadOnly {
+		args = append(args, "--read-only")
+	}
+	args = append(args, req.Flags...)
+	env := append([]string(nil), m.cfg.Env...)
+	var files []string
+	cleanup = func() {
+		for _, f := range files {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				klog.ErrorS(err, "removing a credentials file", "volume", req.VolumeID)
+			}
+		}
+	}
+	// Credentials never go in argv or the environment: a 0600 file that
+	// the child reads and deletes at start.
+	if c := req.Credentials; !c.IsZero() {
+		path, err := WriteCredentialsFile(m.cfg.CredentialsDir, c)
+		if err != nil {
+			return ProcessSpec{}, nil, err
+		}
+		files = append(files, path)
+		args = append(args, "--credentials-file", path)
+	}
+	args = append(args, req.Source)
+	return ProcessSpec{Path: m.cfg.Binary, Args: args, Env: env, ExtraFiles: []*os.File{fd}, Output: out}, cleanup, nil
+}

@@ -1,0 +1,120 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// watch is a volume's watchdog: it notices the FUSE process's exit at once
+// (the child's Wait returns) and a broken or hung mount at the next
+// periodic check, and heals. It returns when the volume is unstaged or
+// the Manager closed.
+func (m *Manager) watch(v *volume) {
+	defer close(v.done)
+	tick := time.NewTicker(m.cfg.CheckInterval)
+	defer tick.Stop()
+	// A volume without a child (its last heal failed) is healed again
+	// after the backoff: its "exited" channel is always ready.
+	noChild := make(chan struct{})
+	close(noChild)
+	failures := 0
+	for {
+		v.mu.Lock()
+		c := v.child
+		v.mu.Unlock()
+		exited := noChild
+		if c != nil {
+			exited = c.exited
+		}
+		var cause string
+		select {
+		case <-v.stop:
+			return
+		case <-m.ctx.Done():
+			return
+		case <-exited:
+			if c == nil {
+				cause = "no FUSE process: the last heal failed"
+			} else {
+				cause = fmt.Sprintf("FUSE process %d exited (%v)%s", c.proc.Pid(), c.err, v.logs.tailMessage(1))
+			}
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(m.ctx, m.cfg.CheckTimeout)
+			err := m.cfg.Kernel.Check(ctx, v.req.StagingPath)
+			cancel()
+			if err == nil {
+				continue
+			}
+			cause = "mount check failed: " + err.Error()
+		}
+		if failures > 0 {
+			backoff := min(time.Second<<min(failures-1, 10), m.cfg.MaxHealBackoff)
+			select {
+			case <-v.stop:
+				return
+			case <-m.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+		if m.heal(v, cause) {
+			failures = 0
+		} else {
+			failures++
+		}
+	}
+}
+
+// heal replaces a dead or hung FUSE process and its mount: remount and
+// re-bind (first level).
+//
+// Issue 6 slots a transparent takeover in front of the remount: the
+// Manager still holds the descriptor, so a new child started on it,
+// resuming the initialised session, heals with no error in any pod; the
+// remount below stays the fallback for when that fails or the descriptor
+// is gone.
+func (m *Manager) heal(v *volume, cause string) bool {
+	t0 := time.Now()
+	v.mu.Lock()
+	c, fd := v.child, v.fd
+	v.child, v.fd = nil, nil
+	v.healing, v.broken = true, cause
+	v.mu.Unlock()
+	klog.InfoS("healing volume", "volume", v.req.VolumeID, "cause", cause)
+
+	if c != nil {
+		c.kill() // hung, or already gone
+	}
+	if fd != nil {
+		fd.Close() // the last holder: the kernel aborts the dead connection
+	}
+	err := m.start(m.ctx, v, false)
+	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0)}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	m.heals.Add(1)
+	v.mu.Lock()
+	v.heals++
+	v.healing = false
+	v.last = &ev
+	if err == nil {
+		v.broken = ""
+	} else {
+		v.broken = cause + "; heal failed: " + err.Error()
+	}
+	v.mu.Unlock()
+	if err != nil {
+		klog.ErrorS(err, "heal failed", "volume", v.req.VolumeID, "cause", cause, "pause", ev.Pause)
+		return false
+	}
+	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "pause", ev.Pause)
+	return true
+}
+
+// Heals counts the heals of all volumes since the Manager started (for
+// metrics).
+func (m *Manager) Heals() int64 { return m.heals.Load() }
