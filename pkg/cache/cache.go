@@ -32,6 +32,7 @@ type Cache struct {
 	lock            *os.File // flock'ed LOCK file, held while open
 	dataDir         *os.File // for syncfs
 	sem             chan struct{}
+	verifySem       chan struct{}   // bounds running verification jobs
 	ctx             context.Context // cancelled by Close; bounds fetches
 	cancel          context.CancelFunc
 	stop            chan struct{} // closed by Close; stops the loops
@@ -92,7 +93,20 @@ type counters struct {
 	hits, misses, hitBytes, missBytes  atomic.Int64
 	bucketRequests, bucketBytes, evict atomic.Int64
 	passthrough                        atomic.Int64
+	// verifyBufs counts block buffers held by verification jobs.
+	verifyBufs gauge
 }
+
+// gauge is a current count and the highest it has been.
+type gauge struct{ cur, peak atomic.Int64 }
+
+func (g *gauge) enter() {
+	n := g.cur.Add(1)
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+}
+
+func (g *gauge) leave() { g.cur.Add(-1) }
 
 // Open opens (creating if needed, mode 0700) the cache in dir for the
 // objects of store, recovering from any crash first.
@@ -126,6 +140,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		store:      store,
 		lock:       lock,
 		sem:        make(chan struct{}, opts.MaxParallelFetches),
+		verifySem:  make(chan struct{}, tune.verifyParallel),
 		stop:       make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
 		evictKick:  make(chan struct{}, 1),

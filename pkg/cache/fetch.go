@@ -37,6 +37,9 @@ func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
 	if !o.small && c.opts.PartSize > o.bs {
 		perJob = int(c.opts.PartSize / o.bs)
 	}
+	// A verification job checks a run of present blocks one after the
+	// other with one buffer; verifySem bounds how many run at once.
+	perVerify := max(1, int(verifyRunBytes/o.bs))
 	var (
 		jobs []job
 		run  *job
@@ -59,8 +62,16 @@ func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
 			o.inflight[b] = f
 			switch {
 			case o.present.has(b):
+				if run == nil || !run.verify || b-run.b0 >= perVerify {
+					endRun()
+					run = &job{verify: true, b0: b, b1: b, flights: []*flight{f}}
+				} else {
+					run.b1 = b
+					run.flights = append(run.flights, f)
+				}
+			case run != nil && run.verify:
 				endRun()
-				jobs = append(jobs, job{verify: true, b0: b, b1: b, flights: []*flight{f}})
+				run = &job{b0: b, b1: b, flights: []*flight{f}}
 			case run != nil && (o.small || b-run.b0 < perJob):
 				run.b1 = b
 				run.flights = append(run.flights, f)
@@ -142,10 +153,16 @@ func (c *Cache) complete(o *object, b int, f *flight, err error, data []byte) {
 
 func (c *Cache) runJob(o *object, j job) {
 	defer c.unpin(o)
-	if j.verify && c.verifyBlock(o, j.b0) {
-		c.complete(o, j.b0, j.flights[0], nil, nil)
+	if j.verify {
+		for _, b := range c.verifyRun(o, j) {
+			c.fetch(o, job{b0: b, b1: b, flights: []*flight{j.flights[b-j.b0]}})
+		}
 		return
 	}
+	c.fetch(o, j)
+}
+
+func (c *Cache) fetch(o *object, j job) {
 	if !o.small && o.blockLen(j.b0) > c.opts.PartSize {
 		c.fetchParts(o, j)
 		return
@@ -153,20 +170,61 @@ func (c *Cache) runJob(o *object, j job) {
 	c.fetchRange(o, j)
 }
 
-// verifyBlock checks a present block against its CRC and marks it ready;
-// a mismatch or short file drops the block.
-func (c *Cache) verifyBlock(o *object, b int) bool {
-	n := o.blockLen(b)
+// verifyRunBytes caps the blocks one verification job checks in a row, so
+// that a reader waiting for a block of a large object being verified does
+// not wait for all of it.
+const verifyRunBytes = 32 << 20
+
+// verifyRun checks the present blocks of j one after the other with one
+// pooled buffer, holding one of verifySem's slots, so verifying a large
+// object (LocalPath after a restart) holds at most verifyParallel block
+// buffers in all. It completes the flights of good blocks and returns the
+// blocks that failed and must be fetched. When the cache closes it fails
+// the remaining flights with ErrClosed.
+func (c *Cache) verifyRun(o *object, j job) (bad []int) {
+	select {
+	case c.verifySem <- struct{}{}:
+	case <-c.ctx.Done():
+		c.failFrom(o, j, 0, ErrClosed)
+		return nil
+	}
+	bp := c.pool(o.bs).get()
+	c.stats.verifyBufs.enter()
+	defer func() {
+		c.stats.verifyBufs.leave()
+		c.pool(o.bs).put(bp)
+		<-c.verifySem
+	}()
+	for i, f := range j.flights {
+		if c.ctx.Err() != nil {
+			c.failFrom(o, j, i, ErrClosed)
+			for _, b := range bad {
+				c.complete(o, b, j.flights[b-j.b0], ErrClosed, nil)
+			}
+			return nil
+		}
+		b := j.b0 + i
+		if c.verifyBlock(o, b, (*bp)[:o.blockLen(b)]) {
+			c.complete(o, b, f, nil, nil)
+		} else {
+			bad = append(bad, b)
+		}
+	}
+	return bad
+}
+
+// verifyBlock checks a present block against its CRC, reading it into buf
+// (of the block's length), and marks it ready; a mismatch or short file
+// drops the block.
+func (c *Cache) verifyBlock(o *object, b int, buf []byte) bool {
 	ok := false
 	if f := o.file.Load(); f != nil {
-		buf, bp := c.blockBuf(o, b)
-		if m, _ := f.ReadAt(buf, int64(b)*o.bs); int64(m) == n {
+		if m, _ := f.ReadAt(buf, int64(b)*o.bs); m == len(buf) {
 			crc := blockCRC(buf)
 			o.mu.Lock()
 			ok = o.present.has(b) && o.crcs[b] == crc
 			o.mu.Unlock()
 		}
-		c.putBuf(o, bp)
 	}
 	if ok {
 		o.ready.set(b)

@@ -380,7 +380,7 @@ const maxPrefetch = 1 << 30
 // first; large ones are verified in the background and qualify later.
 func (h *Handle) LocalPath() (string, bool) {
 	o := h.o
-	if h.closed.Load() || o.nblocks == 0 {
+	if h.closed.Load() || h.c.isClosed.Load() || o.nblocks == 0 {
 		return "", false
 	}
 	if !o.allReady() {
@@ -392,8 +392,13 @@ func (h *Handle) LocalPath() (string, bool) {
 			return "", false
 		}
 		for _, f := range flights {
-			if f != nil {
-				<-f.done
+			if f == nil {
+				continue
+			}
+			select {
+			case <-f.done:
+			case <-h.c.ctx.Done():
+				return "", false
 			}
 		}
 		if !o.allReady() {

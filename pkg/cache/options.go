@@ -129,6 +129,9 @@ type tuning struct {
 	statfsInterval time.Duration
 	// evictBatch is how many objects one eviction transaction removes.
 	evictBatch int
+	// verifyParallel bounds concurrent verification jobs, and so the
+	// block buffers verification holds.
+	verifyParallel int
 }
 
 func defaultTuning() tuning {
@@ -137,5 +140,6 @@ func defaultTuning() tuning {
 		maxIdle:        4096,
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,
+		verifyParallel: 2,
 	}
 }
