@@ -131,8 +131,12 @@ func (s *Store) createTemp(dir string) (*os.File, string, error) {
 				return f, tmp, nil
 			}
 		}
-		// A concurrent Delete may prune dir between MkdirAll and OpenFile.
-		if !errors.Is(err, fs.ErrNotExist) || attempt == mkdirAttempts {
+		// A concurrent Delete may prune dir between MkdirAll and OpenFile,
+		// or inside MkdirAll between its mkdirat (EEXIST) and its check
+		// that the existing entry is a directory. A real file in the way
+		// fails every attempt and is reported by the last one.
+		retry := errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)
+		if !retry || attempt == mkdirAttempts {
 			return nil, "", err
 		}
 	}
