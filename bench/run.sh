@@ -40,9 +40,9 @@ install_tools() {
       || warn "apt-get install ${missing[*]} failed; those systems/scenarios will be n/a"
   fi
   # One Go build at a time: the machine is small.
-  [[ -x $TOOLS/minio ]] || GOBIN=$TOOLS go install github.com/minio/minio@latest \
+  [[ -x $TOOLS/minio ]] || GOBIN=$TOOLS go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c \
     || warn "minio build failed; S3 systems will be n/a"
-  [[ -x $TOOLS/fake-gcs-server ]] || GOBIN=$TOOLS go install github.com/fsouza/fake-gcs-server@latest \
+  [[ -x $TOOLS/fake-gcs-server ]] || GOBIN=$TOOLS go install github.com/fsouza/fake-gcs-server@v1.56.1 \
     || warn "fake-gcs-server build failed; gcsfuse will be n/a"
   [[ -x $TOOLS/gcsfuse ]] || GOBIN=$TOOLS GOTOOLCHAIN=go1.27.2 \
     go install github.com/googlecloudplatform/gcsfuse/v3@v3.13.0 \
@@ -56,5 +56,21 @@ go build -o "$WORK/bin/csi-driver" ./cmd/csi-driver \
   || warn "cmd/csi-driver does not build; Basin will be n/a"
 go build -o "$WORK/bin/basin-bench" ./bench/cmd/basin-bench
 
-exec "$WORK/bin/basin-bench" -work "$WORK" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
+"$WORK/bin/basin-bench" -work "$WORK" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
   -command "bench/run.sh${*:+ $*}" "$@"
+
+# The README's table is the newest report's, spliced between its markers.
+report=$(ls -t bench/results/*.md | head -1)
+awk -v report="$report" '
+  /<!-- bench:begin -->/ {
+    print; print "From [" report "](" report "), produced by `bench/run.sh`:"; print ""
+    while ((getline line < report) > 0) {
+      if (line ~ /^\| Scenario \| Phase \| Unit/) on = 1
+      else if (on && line !~ /^\|/) break
+      if (on) print line
+    }
+    skip = 1; next
+  }
+  /<!-- bench:end -->/ { skip = 0 }
+  !skip' README.md > README.md.tmp && mv README.md.tmp README.md
+echo "README.md: benchmark table updated from $report"
