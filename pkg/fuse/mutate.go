@@ -15,17 +15,10 @@ import (
 // Create opens a new file for writing; it reaches the bucket at close.
 func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	f := d.fsys
-	if f.cfg.ReadOnly {
-		return nil, nil, 0, syscall.EROFS
+	key, errno := d.newChildKey(name)
+	if errno != 0 {
+		return nil, nil, 0, errno
 	}
-	if !validName(name) {
-		return nil, nil, 0, syscall.EINVAL
-	}
-	dir, ok := d.key()
-	if !ok {
-		return nil, nil, 0, syscall.ENOENT
-	}
-	key := childKey(dir, name)
 	// CREATE follows a negative lookup, which may be stale (kernel and
 	// cache trust "missing" for NegativeTTL): ask the bucket itself. An
 	// existing object makes O_EXCL fail, and without O_TRUNC its content
@@ -72,17 +65,10 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 // Mkdir writes the marker object "name/".
 func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	f := d.fsys
-	if f.cfg.ReadOnly {
-		return nil, syscall.EROFS
+	key, errno := d.newChildKey(name)
+	if errno != 0 {
+		return nil, errno
 	}
-	if !validName(name) {
-		return nil, syscall.EINVAL
-	}
-	dir, ok := d.key()
-	if !ok {
-		return nil, syscall.ENOENT
-	}
-	key := childKey(dir, name)
 	ctx, cancel := f.opContext(ctx)
 	defer cancel()
 	if _, err := f.store.Put(ctx, key+"/", strings.NewReader(""), objstore.PutOptions{Size: 0}); err != nil {
@@ -96,14 +82,10 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.
 // Rmdir deletes the marker of an empty directory.
 func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	f := d.fsys
-	if f.cfg.ReadOnly {
-		return syscall.EROFS
+	key, errno := d.childKeyToChange(name)
+	if errno != 0 {
+		return errno
 	}
-	dir, ok := d.key()
-	if !ok {
-		return syscall.ENOENT
-	}
-	key := childKey(dir, name)
 	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
 		return syscall.ENOTEMPTY
 	}
@@ -146,14 +128,10 @@ func hasPendingWrites(n *fs.Inode) bool {
 // uploaded afterwards.
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	f := d.fsys
-	if f.cfg.ReadOnly {
-		return syscall.EROFS
+	key, errno := d.childKeyToChange(name)
+	if errno != 0 {
+		return errno
 	}
-	dir, ok := d.key()
-	if !ok {
-		return syscall.ENOENT
-	}
-	key := childKey(dir, name)
 	if ch := d.GetChild(name); ch != nil {
 		if fn, ok := ch.Operations().(*fileNode); ok {
 			fn.unlinked()
@@ -179,4 +157,29 @@ func (n *fileNode) unlinked() {
 	if w != nil {
 		w.markUnlinked()
 	}
+}
+
+// childKeyToChange is the key of child name of d for a mutation: EROFS on a
+// read-only volume, ENOENT when d itself is gone.
+func (d *dirNode) childKeyToChange(name string) (string, syscall.Errno) {
+	if d.fsys.cfg.ReadOnly {
+		return "", syscall.EROFS
+	}
+	dir, ok := d.key()
+	if !ok {
+		return "", syscall.ENOENT
+	}
+	return childKey(dir, name), 0
+}
+
+// newChildKey is childKeyToChange for a name about to be created, which
+// must also be a valid file name (EINVAL).
+func (d *dirNode) newChildKey(name string) (string, syscall.Errno) {
+	if d.fsys.cfg.ReadOnly {
+		return "", syscall.EROFS
+	}
+	if !validName(name) {
+		return "", syscall.EINVAL
+	}
+	return d.childKeyToChange(name)
 }
