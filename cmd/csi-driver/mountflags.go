@@ -8,21 +8,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 )
 
 // quantityValue is a flag holding a byte size written as a Kubernetes
-// quantity.
+// quantity, parsed exactly like the volume attributes.
 type quantityValue struct{ p *int64 }
 
 func (v quantityValue) String() string {
 	if v.p == nil {
 		return ""
 	}
-	return formatQuantity(*v.p)
+	return volumeattr.FormatSize(*v.p)
 }
 
 func (v quantityValue) Set(s string) error {
-	n, err := parseQuantity(s)
+	n, err := volumeattr.ParseSize(s)
 	if err != nil {
 		return err
 	}
@@ -37,11 +39,11 @@ func (v ttlValue) String() string {
 	if v.p == nil {
 		return ""
 	}
-	return formatTTL(*v.p)
+	return volumeattr.FormatTTL(*v.p)
 }
 
 func (v ttlValue) Set(s string) error {
-	d, err := parseTTL(s)
+	d, err := volumeattr.ParseTTL(s)
 	if err != nil {
 		return err
 	}

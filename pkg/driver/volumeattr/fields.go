@@ -167,7 +167,7 @@ func boolField(key string, p func(*Attributes) *bool) field {
 func sizeField(key string, p func(*Attributes) *int64, lo, hi, unit int64) field {
 	return field{key,
 		func(a *Attributes, v string) error {
-			n, err := parseSize(v)
+			n, err := ParseSize(v)
 			if err != nil {
 				return err
 			}
@@ -193,9 +193,9 @@ func sizeRange(lo, hi, unit int64) string {
 	return s
 }
 
-// parseSize parses a non-negative Kubernetes quantity as bytes, rounding a
+// ParseSize parses a non-negative Kubernetes quantity as bytes, rounding a
 // fraction of a byte up as resource.Quantity.Value does.
-func parseSize(v string) (int64, error) {
+func ParseSize(v string) (int64, error) {
 	q, err := resource.ParseQuantity(v)
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a Kubernetes quantity (such as 10Gi or 512Mi)", v)
