@@ -12,6 +12,7 @@ import (
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 // isolateDefaultChain makes the S3 SDK's default credential chain find
@@ -191,7 +192,7 @@ func assertGone(t *testing.T, s store, a volumeattr.Attributes, mode volumeattr.
 		t.Fatalf("the parent bucket is gone: %v", err)
 	}
 	defer parent.Close()
-	if keys := keysIn(t, objstore.WithPrefix(parent, a.Prefix)); len(keys) > 0 {
+	if keys, _ := objstoretest.Keys(t, objstore.WithPrefix(parent, a.Prefix), objstore.ListOptions{}); len(keys) > 0 {
 		t.Errorf("objects left under %s: %q", a.Prefix, keys)
 	}
 	if _, err := parent.Stat(ctx, a.Prefix); err == nil {
@@ -218,7 +219,7 @@ func TestReclaimRetain(t *testing.T) {
 			if _, err := h.controller.DeleteVolume(t.Context(), &csi.DeleteVolumeRequest{VolumeId: resp.GetVolume().GetVolumeId()}); err != nil {
 				t.Fatalf("DeleteVolume: %v", err)
 			}
-			if keys := keysIn(t, data); !slices.Contains(keys, "keep/me") {
+			if keys, _ := objstoretest.Keys(t, data, objstore.ListOptions{}); !slices.Contains(keys, "keep/me") {
 				t.Errorf("retained data gone: %q", keys)
 			}
 		})

@@ -192,22 +192,6 @@ func openVolume(t *testing.T, s store, vol *csi.Volume) objstore.Store {
 	return objstore.WithPrefix(st, a.Prefix)
 }
 
-// keysIn lists every key of a store.
-func keysIn(t *testing.T, s objstore.Store) []string {
-	t.Helper()
-	var keys []string
-	err := objstore.ListAll(t.Context(), s, objstore.ListOptions{}, func(p objstore.ListPage) error {
-		for _, o := range p.Objects {
-			keys = append(keys, o.Key)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
-}
-
 func put(t *testing.T, s objstore.Store, key, body string) {
 	t.Helper()
 	if _, err := s.Put(t.Context(), key, strings.NewReader(body), objstore.PutOptions{Size: int64(len(body))}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 // sanityIDs makes csi-sanity's "valid" volume IDs real Basin IDs of
@@ -79,7 +80,7 @@ func TestSanity(t *testing.T) {
 	}
 	// Every volume sanity created was deleted: nothing is left under the prefix.
 	parent := openParent(t, s)
-	if keys := keysIn(t, parent); len(keys) > 0 {
+	if keys, _ := objstoretest.Keys(t, parent, objstore.ListOptions{}); len(keys) > 0 {
 		t.Errorf("csi-sanity left objects behind: %q", keys)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 // backendSetup is an object store with an existing parent bucket, as a
@@ -223,7 +224,7 @@ func TestLifecycle(t *testing.T) {
 			if _, err := p.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol.GetVolumeId(), Secrets: b.secrets}); err != nil {
 				t.Fatalf("DeleteVolume: %v", err)
 			}
-			if keys := listKeys(t, data); len(keys) != 0 {
+			if keys, _ := objstoretest.Keys(t, data, objstore.ListOptions{}); len(keys) != 0 {
 				t.Errorf("the volume's prefix still holds %q", keys)
 			}
 		})
@@ -275,19 +276,4 @@ func openVolume(t *testing.T, b backendSetup, vol *csi.Volume) objstore.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return objstore.WithPrefix(s, a.Prefix)
-}
-
-func listKeys(t *testing.T, s objstore.Store) []string {
-	t.Helper()
-	var keys []string
-	err := objstore.ListAll(t.Context(), s, objstore.ListOptions{}, func(p objstore.ListPage) error {
-		for _, o := range p.Objects {
-			keys = append(keys, o.Key)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
 }

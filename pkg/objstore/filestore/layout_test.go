@@ -16,6 +16,7 @@ import (
 
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/filestore"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 func put(t *testing.T, s objstore.Store, key, data string) objstore.ObjectInfo {
@@ -25,21 +26,6 @@ func put(t *testing.T, s objstore.Store, key, data string) objstore.ObjectInfo {
 		t.Fatalf("Put(%q): %v", key, err)
 	}
 	return info
-}
-
-func listKeys(t *testing.T, s objstore.Store, opts objstore.ListOptions) (objects, prefixes []string) {
-	t.Helper()
-	err := objstore.ListAll(t.Context(), s, opts, func(p objstore.ListPage) error {
-		for _, o := range p.Objects {
-			objects = append(objects, o.Key)
-		}
-		prefixes = append(prefixes, p.CommonPrefixes...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objects, prefixes
 }
 
 // tree returns every path below dir, directories with a trailing '/'.
@@ -124,11 +110,11 @@ func TestForeignEntries(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(dir, "etc")); err != nil {
 		t.Fatal(err)
 	}
-	objects, prefixes := listKeys(t, s, objstore.ListOptions{Delimiter: "/"})
+	objects, prefixes := objstoretest.Keys(t, s, objstore.ListOptions{Delimiter: "/"})
 	if len(objects) != 1 || objects[0] != "outside-link-target" || !slices.Equal(prefixes, []string{"d/"}) {
 		t.Errorf("List(/) = %q, %q; want [outside-link-target], [d/]", objects, prefixes)
 	}
-	objects, _ = listKeys(t, s, objstore.ListOptions{})
+	objects, _ = objstoretest.Keys(t, s, objstore.ListOptions{})
 	if !slices.Equal(objects, []string{"d/real", "outside-link-target"}) {
 		t.Errorf("List = %q", objects)
 	}
@@ -172,7 +158,7 @@ func TestNameConflicts(t *testing.T) {
 	if !errors.Is(err, objstore.ErrInvalidKey) {
 		t.Errorf("Copy onto a directory = %v, want ErrInvalidKey", err)
 	}
-	objects, _ := listKeys(t, s, objstore.ListOptions{})
+	objects, _ := objstoretest.Keys(t, s, objstore.ListOptions{})
 	if !slices.Equal(objects, []string{"dir/x", "file", "marked/"}) {
 		t.Errorf("failed puts left objects: %q", objects)
 	}
@@ -303,7 +289,7 @@ func TestUploadInProgressInvisible(t *testing.T) {
 	if got := tree(t, s.Dir()); len(got) != 3 { // d/, d/k, d/.basin-tmp-…
 		t.Fatalf("tree during upload = %q, want a temporary file next to d/k", got)
 	}
-	objects, _ := listKeys(t, s, objstore.ListOptions{})
+	objects, _ := objstoretest.Keys(t, s, objstore.ListOptions{})
 	if !slices.Equal(objects, []string{"d/k"}) {
 		t.Errorf("List during upload = %q", objects)
 	}
