@@ -294,3 +294,19 @@ func (c *Cache) writeUsage() {
 		c.lastUsage = u
 	}
 }
+
+// flushMeta persists the metadata overlay alone (attributes, negative
+// entries, listings), without the scan of every object that flush does.
+func (c *Cache) flushMeta() error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	attrs, lists := c.pendingMeta()
+	if len(attrs) == 0 && len(lists) == 0 {
+		return nil
+	}
+	if err := c.ix.update(func(tx *bolt.Tx) error { return writeMeta(tx, attrs, lists) }); err != nil {
+		return err
+	}
+	c.metaFlushed(attrs, lists)
+	return nil
+}

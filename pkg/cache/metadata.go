@@ -220,8 +220,9 @@ func (c *Cache) Invalidate(key string) {
 	// Persist now, not at the next periodic flush: a crash inside that
 	// window would bring back the stale listing or negative entry and hide
 	// an object the caller has just written (ENOENT after a restart).
-	// Invalidations follow uploads and deletes, so the commit is cheap.
-	if err := c.flush(); err != nil {
+	// Invalidations follow uploads and deletes; only the metadata overlay
+	// is written, so the commit is cheap.
+	if err := c.flushMeta(); err != nil {
 		klog.ErrorS(err, "cache: persisting an invalidation", "volume", c.opts.VolumeID, "key", key)
 	}
 }
