@@ -78,10 +78,13 @@ func (c *Cache) Verify(ctx context.Context) (Report, error) {
 			rep.problem("orphan data file %s", f.path)
 		}
 	}
-	if used := c.used.Load(); used != rep.FileBytes {
+	// Sums of recorded sizes meet the files' allocation within the
+	// per-file slack (see allocSlack).
+	slack := allocSlack * int64(len(files))
+	if used := c.used.Load(); used-rep.FileBytes > slack || rep.FileBytes-used > slack {
 		rep.problem("in-memory used %d != data files' allocation %d", used, rep.FileBytes)
 	}
-	if rep.IndexedBytes+liveBytes != rep.FileBytes {
+	if d := rep.IndexedBytes + liveBytes - rep.FileBytes; d > slack || -d > slack {
 		rep.problem("indexed bytes %d + unindexed files %d != data files' allocation %d", rep.IndexedBytes, liveBytes, rep.FileBytes)
 	}
 	if len(rep.Problems) > 0 {
