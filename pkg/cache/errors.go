@@ -18,6 +18,9 @@ var (
 	ErrSchemaTooNew = errors.New("cache: index schema is newer than this binary")
 	// ErrCorruptRecord: an index record does not decode.
 	ErrCorruptRecord = errors.New("cache: corrupt index record")
+	// ErrNoSpace: the cache cannot make room for the data (capacity or
+	// the disk's free floor); it is served from the bucket instead.
+	ErrNoSpace = errors.New("cache: no room in the cache")
 	// ErrInconsistent: Verify found problems (listed in its Report).
 	ErrInconsistent = errors.New("cache: verification failed")
 )

@@ -69,16 +69,8 @@ func (c *Cache) freeGoal() float64 {
 // admit reserves n bytes in used for a block about to be written,
 // evicting on demand; false means the block must not be cached.
 func (c *Cache) admit(n int64) bool {
-	capacity := c.opts.Capacity
-	if capacity > 0 && c.used.Add(n) > capacity {
-		c.used.Add(-n)
-		c.evictSync(n)
-		if c.used.Add(n) > capacity {
-			c.used.Add(-n)
-			return false
-		}
-	} else if capacity <= 0 {
-		c.used.Add(n)
+	if !c.reserve(n) {
+		return false
 	}
 	if c.disk.belowFloor(c.opts.MinFreeRatio, n, c.tune.statfsInterval) {
 		c.evictSync(n)
@@ -89,6 +81,27 @@ func (c *Cache) admit(n int64) bool {
 	}
 	c.disk.wrote(n)
 	return true
+}
+
+// reserve adds n to used if that stays within the capacity, evicting
+// synchronously to make room; false means it does not fit and nothing was
+// added. The caller settles the reservation against what it allocates.
+func (c *Cache) reserve(n int64) bool {
+	capacity := c.opts.Capacity
+	if capacity <= 0 {
+		c.used.Add(n)
+		return true
+	}
+	if c.used.Add(n) <= capacity {
+		return true
+	}
+	c.used.Add(-n)
+	c.evictSync(n)
+	if c.used.Add(n) <= capacity {
+		return true
+	}
+	c.used.Add(-n)
+	return false
 }
 
 // evictSync makes room for need bytes now: down to the high watermark

@@ -18,7 +18,9 @@ import (
 // Install makes a staged local file the complete cached copy of info (an
 // object version just uploaded from it). The file is moved, not copied
 // (copied only if it is on another file system). The key's attributes
-// become info and its parent listing is forgotten.
+// become info and its parent listing is forgotten. When eviction cannot
+// make room for the file it returns ErrNoSpace and the caller keeps (or
+// removes) the staged file; the attributes are updated all the same.
 func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error {
 	if info.Key == "" || info.Size < 0 {
 		return fmt.Errorf("%w: object %q of size %d", ErrInvalidArgument, info.Key, info.Size)
@@ -38,11 +40,20 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	if fi.Size() != info.Size {
 		return fmt.Errorf("%w: staged file has %d bytes, object %q has %d", ErrInvalidArgument, fi.Size(), info.Key, info.Size)
 	}
+	reserved := allocated(fi)
+	if !c.reserve(reserved) {
+		// The bucket has the data; the cache just keeps the new attributes.
+		c.recordAttr(info, c.opts.Now())
+		c.setListing(parentPrefix(info.Key), nil)
+		return fmt.Errorf("%w: installing %d bytes of %q", ErrNoSpace, fi.Size(), info.Key)
+	}
 	o := newObject(c, info, c.opts.BlockSize)
 	if err := c.checksumFile(ctx, o, f); err != nil {
+		c.used.Add(-reserved)
 		return err
 	}
 	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		c.used.Add(-reserved)
 		return fmt.Errorf("cache: install: sync staged file: %w", err)
 	}
 	for b := 0; b < o.nblocks; b++ {
@@ -59,6 +70,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	prevAlloc, err := c.installLocked(ctx, o, stagedPath)
 	if err != nil {
 		c.mu.Unlock()
+		c.used.Add(-reserved)
 		return err
 	}
 	// In-memory objects whose data file the rename replaced must not
@@ -80,7 +92,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	if o.dirty {
 		c.dirtyObjs[o] = struct{}{}
 	}
-	c.used.Add(o.alloc)
+	c.used.Add(o.alloc - reserved)
 	c.mu.Unlock()
 
 	c.recordAttr(info, c.opts.Now())

@@ -121,3 +121,32 @@ func TestInstallErrors(t *testing.T) {
 		t.Errorf("empty key: %v", err)
 	}
 }
+
+// TestInstallBeyondCapacity: a written file larger than the whole cache is
+// not installed (ErrNoSpace), the cache stays within its capacity, and the
+// key's attributes are the new version's all the same.
+func TestInstallBeyondCapacity(t *testing.T) {
+	opts := testOpts()
+	opts.Capacity = 256 * kib
+	c, fake, _ := newFixture(t, opts)
+	old := put(t, fake, "f", randBytes(820, 10*kib))
+	readObject(t, c, old)
+	info, staged := stage(t, c, fake, "f", randBytes(821, 512*kib))
+	if err := c.Install(context.Background(), info, staged); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("Install of 512 KiB into a 256 KiB cache: %v, want ErrNoSpace", err)
+	}
+	if used := c.Stats().UsedBytes; used > opts.Capacity {
+		t.Errorf("used %d above capacity %d", used, opts.Capacity)
+	}
+	if _, err := os.Stat(staged); err != nil {
+		t.Errorf("staged file: %v; it stays the caller's", err)
+	}
+	fake.ResetCounters()
+	got, err := c.Stat(context.Background(), "f")
+	if err != nil || got.Version != info.Version {
+		t.Fatalf("Stat = %+v, %v; want version %s", got, err, info.Version)
+	}
+	if n := fake.Calls(objstoretest.OpStat); n != 0 {
+		t.Errorf("Stat asked the bucket %d times", n)
+	}
+}
