@@ -15,8 +15,9 @@ import (
 // controllerConfig is everything `csi-driver controller` needs, built from
 // its flags by parseControllerArgs.
 type controllerConfig struct {
-	Driver     driver.Config
-	Controller driver.ControllerConfig
+	Driver         driver.Config
+	Controller     driver.ControllerConfig
+	MetricsAddress string // metrics.go
 }
 
 // controllerFlagSet declares the flags of `csi-driver controller` into c.
@@ -29,6 +30,7 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Driver.Name, "driver-name", driver.DefaultName, "CSI driver `name` (must match the CSIDriver object)")
 	fs.BoolVar(&c.Controller.RequireSecret, "require-secret", false,
 		"refuse requests whose provisioner secret holds no credentials, instead of using the default credential chain (IRSA, workload identity, environment)")
+	metricsAddressFlag(fs, &c.MetricsAddress)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, "Usage: csi-driver controller [flags]\n\n"+
@@ -68,6 +70,11 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := startControllerMetrics(ctx, cfg.MetricsAddress, &cfg.Driver)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	d, err := driver.New(cfg.Driver, ctrl)
 	if err != nil {
 		return err

@@ -64,27 +64,30 @@ type mountSession struct {
 	store   objstore.Store
 	cache   *cache.Cache
 	mounted *fuse.Mounted
+	admin   *mountAdmin // metrics and the admin socket (admin.go)
 }
 
 // openMount opens the store (wrapped by wrap when not nil), the cache and
 // the file system, and mounts it. close releases them in reverse order.
 func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) objstore.Store) (*mountSession, error) {
-	var creds objstore.Credentials // zero: the backend's default chain
-	if cfg.CredentialsFile != "" {
-		var err error
-		if creds, err = readCredentialsFile(cfg.CredentialsFile); err != nil {
-			return nil, err
-		}
+	// The handoff file's credentials (zero: the backend's default chain),
+	// or a newer rotation; SIGHUP switches to the next (credentials_rotate.go).
+	creds, rotation, err := startCredentials(cfg)
+	if err != nil {
+		return nil, err
 	}
 	store, err := backend.Open(ctx, cfg.Store, creds)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Source, err)
 	}
+	rotation.watch(ctx, store)
 	store = objstore.WithPrefix(store, cfg.Source.Prefix)
 	if wrap != nil {
 		store = wrap(store)
 	}
-	s := &mountSession{store: store}
+	adm := newMountAdmin(cfg)
+	store = adm.instrument(store)
+	s := &mountSession{store: store, admin: adm}
 	if s.cache, err = cache.Open(ctx, cfg.CacheDir, store, cfg.Cache); err != nil {
 		s.close()
 		return nil, fmt.Errorf("open cache %s: %w", cfg.CacheDir, err)
@@ -94,6 +97,7 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 		s.close()
 		return nil, err
 	}
+	s.admin.serve(s.cache, fsys) // before the mount answers: served means inspectable
 	if s.mounted, err = fsys.Mount(ctx, cfg.Mountpoint, cfg.Mount); err != nil {
 		s.close()
 		return nil, err
@@ -103,6 +107,7 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 
 // close unmounts (if still mounted) and closes the cache and the store.
 func (s *mountSession) close() {
+	s.admin.close()
 	if s.mounted != nil {
 		if err := s.mounted.Unmount(); err != nil { // idempotent
 			klog.ErrorS(err, "unmount")

@@ -16,8 +16,9 @@ import (
 // nodeConfig is everything `csi-driver node` needs, built from its flags
 // by parseNodeArgs.
 type nodeConfig struct {
-	Driver driver.Config
-	Node   driver.NodeConfig
+	Driver         driver.Config
+	Node           driver.NodeConfig
+	MetricsAddress string // metrics.go
 }
 
 // nodeFlagSet declares the flags of `csi-driver node` into c.
@@ -30,6 +31,7 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Node.CacheRoot, "cache-root", driver.DefaultCacheRoot, "`directory` holding one cache directory per volume (kept across unstage and restarts)")
 	fs.StringVar(&c.Node.StateFile, "state-file", driver.DefaultStateFile, "`file` recording staged volumes and published targets (survives restarts)")
 	fs.StringVar(&c.Node.MountBinary, "mount-binary", "", "csi-driver `executable` run as the per-volume FUSE process (default: this executable)")
+	metricsAddressFlag(fs, &c.MetricsAddress)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, "Usage: csi-driver node [flags]\n\n"+
@@ -82,6 +84,11 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer node.Close()
+	stopMetrics, err := startNodeMetrics(ctx, cfg.MetricsAddress, &cfg.Driver, node)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	d, err := driver.New(cfg.Driver, node)
 	if err != nil {
 		return err

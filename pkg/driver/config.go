@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultName is the CSI driver name.
@@ -26,6 +28,8 @@ type Config struct {
 	Endpoint string
 	// NodeID names the machine the plugin runs on (logs, NodeGetInfo).
 	NodeID string
+	// Metrics, when set, receives the CSI call metrics (metrics.go).
+	Metrics prometheus.Registerer
 }
 
 // pluginName is what the CSI spec allows as a plugin name: a domain name

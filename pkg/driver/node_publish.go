@@ -18,7 +18,7 @@ import (
 // read-only when the request, the access mode or the volume says so.
 func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	if err := n.publishVolume(ctx, req); err != nil {
-		return nil, toStatus(err)
+		return nil, redact(toStatus(err), secretValues(req.GetSecrets()))
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }
@@ -54,6 +54,11 @@ func (n *Node) publishVolume(ctx context.Context, req *csi.NodePublishVolumeRequ
 	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
+	creds, err := publishCredentials(req.GetSecrets(), attrs.Backend)
+	if err != nil {
+		return err
+	}
+	n.rotateCredentials(ctx, id, creds) // requiresRepublish delivers rotated secrets here (node_rotate.go)
 	mode := vc.GetAccessMode().GetMode()
 	ro := req.GetReadonly() || readerMode(mode) || attrs.ReadOnly
 	if mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER {

@@ -65,7 +65,8 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 			return fmt.Errorf("%w: volume %s is already staged with other attributes or access mode", ErrNameConflict, id)
 		}
 		if _, err := n.mounter.Check(ctx, id); err == nil {
-			return nil // staged and supervised: a repeated call
+			n.rotateCredentials(ctx, id, attrs.Credentials()) // a changed node-stage secret (node_rotate.go)
+			return nil                                        // staged and supervised: a repeated call
 		}
 	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
@@ -94,6 +95,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 		return stageError(err)
 	}
 	klog.InfoS("volume staged", "volume", id, "staging", staging, "source", mreq.Source, "readOnly", mreq.ReadOnly, "cacheDir", mreq.CacheDir)
+	n.startWarmup(id, staging, attrs.Warmup) // the warmup attribute, in the background (node_warmup.go)
 	return nil
 }
 
@@ -118,6 +120,7 @@ func (n *Node) forget(id string) {
 	if err := n.state.DeleteCredentials(id); err != nil {
 		klog.ErrorS(err, "deleting a volume's credentials", "volume", id)
 	}
+	n.forgetRotation(id)
 }
 
 // NodeUnstageVolume unmounts the staging path and stops the FUSE process.

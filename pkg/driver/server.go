@@ -65,7 +65,7 @@ func (d *Driver) Run(ctx context.Context) error {
 // Serve serves on lis until ctx is done, then stops gracefully (running
 // calls get gracePeriod to finish). It closes lis.
 func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
-	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.interceptors()...))
 	csi.RegisterIdentityServer(srv, &identity{name: d.cfg.Name, version: d.cfg.Version, services: d.services})
 	for _, s := range d.services {
 		s.register(srv)

@@ -102,6 +102,10 @@ type Attributes struct {
 	// MountOptions are extra FUSE mount options, without commas or spaces.
 	// nil when there are none.
 	MountOptions []string
+	// Warmup are the paths inside the volume (relative, without leading
+	// or trailing "/"; WarmupAll for the whole volume) read in the
+	// background after stage. nil when there are none.
+	Warmup []string
 
 	// Controller behaviour.
 	Provisioning Provisioning

@@ -3,7 +3,8 @@ package volumeattr
 // Encode returns the canonical attribute map of a: every setting written
 // out (defaults included) so that a volume keeps the configuration it was
 // created with, and the only keys left out are the unset optional ones
-// (bucket, prefix, endpoint, region, project, uid, gid, mountOptions).
+// (bucket, prefix, endpoint, region, project, uid, gid, mountOptions,
+// warmup).
 // Secrets are never encoded. For valid a, Parse(Encode(a), secrets) == a
 // where secrets is a.Secrets.Map().
 func Encode(a Attributes) map[string]string {

@@ -48,6 +48,7 @@ func fields() []field {
 		{KeyProvisioning, parseProvisioning, func(a Attributes) string { return string(a.Provisioning) }},
 		{KeyReclaim, parseReclaim, func(a Attributes) string { return string(a.Reclaim) }},
 		{KeyMountOptions, parseMountOptions, func(a Attributes) string { return strings.Join(a.MountOptions, ",") }},
+		{KeyWarmup, parseWarmup, formatWarmup},
 	}
 }
 

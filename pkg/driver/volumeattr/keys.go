@@ -56,6 +56,11 @@ const (
 	// KeyMountOptions is a comma-separated list of extra FUSE mount
 	// options.
 	KeyMountOptions = "mountOptions"
+	// KeyWarmup is a comma-separated list of paths inside the volume ("/"
+	// for all of it) that the node plugin reads in the background after
+	// NodeStageVolume, so the node's cache holds them before the workload
+	// asks.
+	KeyWarmup = "warmup"
 )
 
 // Keys of the secret (the provisioner secret for CreateVolume and
@@ -83,7 +88,7 @@ func Keys() []string {
 		KeyBackend, KeyBucket, KeyPrefix, KeyEndpoint, KeyRegion, KeyPathStyle, KeyProject,
 		KeyCacheSize, KeyCacheBlockSize, KeyMetadataTTL, KeyNegativeMetadataTTL, KeyReadAhead,
 		KeyMaxParallelFetches, KeyUID, KeyGID, KeyFileMode, KeyDirMode, KeyReadOnly,
-		KeyProvisioning, KeyReclaim, KeyMountOptions,
+		KeyProvisioning, KeyReclaim, KeyMountOptions, KeyWarmup,
 	}
 }
 

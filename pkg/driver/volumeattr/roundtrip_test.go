@@ -55,6 +55,9 @@ func (genAttrs) Generate(r *rand.Rand, _ int) reflect.Value {
 	if n := r.Intn(3); n > 0 {
 		a.MountOptions = []string{"debug", "max_read=1048576", "fsname=basin:x/y"}[:n]
 	}
+	if n := r.Intn(3); n > 0 {
+		a.Warmup = []string{"train", WarmupAll, "val/labels.csv"}[:n]
+	}
 	switch a.Backend {
 	case objstore.BackendS3, objstore.BackendOSS:
 		if r.Intn(2) == 0 {
@@ -101,7 +104,7 @@ func TestEncodeIsCanonical(t *testing.T) {
 			t.Errorf("Encode[%s] = %q; want %q", k, m[k], v)
 		}
 	}
-	for _, k := range []string{KeyEndpoint, KeyRegion, KeyUID, KeyGID, KeyMountOptions, KeyProject, KeyPrefix} {
+	for _, k := range []string{KeyEndpoint, KeyRegion, KeyUID, KeyGID, KeyMountOptions, KeyProject, KeyPrefix, KeyWarmup} {
 		if _, ok := m[k]; ok {
 			t.Errorf("Encode wrote unset key %s", k)
 		}

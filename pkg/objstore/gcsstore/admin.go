@@ -31,7 +31,7 @@ func NewAdmin(ctx context.Context, cfg objstore.Config, creds objstore.Credentia
 	if err != nil {
 		return nil, err
 	}
-	client, project, err := newClient(ctx, cfg, creds)
+	client, _, project, err := newClient(ctx, cfg, creds)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,9 @@ func parseCredentials(raw []byte) (option.CredentialsType, string, error) {
 }
 
 // newClient builds a storage client for cfg (already checked) and creds,
-// and returns the project ID found in the credentials, if any.
+// and returns the project ID found in the credentials, if any, and the
+// token switch of a client authenticated with a credentials JSON (nil
+// otherwise; see rotate.go).
 //
 // Endpoint set and no credentials JSON: an emulator such as
 // fake-gcs-server, reached without authentication (the client options do
@@ -88,16 +90,27 @@ func parseCredentials(raw []byte) (option.CredentialsType, string, error) {
 // Endpoint set with credentials JSON: an authenticated custom endpoint
 // (e.g. Private Service Connect). Otherwise the default endpoint with the
 // credentials JSON or application default credentials.
-func newClient(ctx context.Context, cfg objstore.Config, creds objstore.Credentials) (*storage.Client, string, error) {
+func newClient(ctx context.Context, cfg objstore.Config, creds objstore.Credentials) (*storage.Client, *tokenSwitch, string, error) {
 	opts := []option.ClientOption{storage.WithDisabledClientMetrics()}
-	var project string
+	var (
+		project string
+		tokens  *tokenSwitch
+	)
 	if len(creds.GCSCredentialsJSON) > 0 {
-		typ, p, err := parseCredentials(creds.GCSCredentialsJSON)
+		_, p, err := parseCredentials(creds.GCSCredentialsJSON)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		project = p
-		opts = append(opts, option.WithAuthCredentialsJSON(typ, creds.GCSCredentialsJSON))
+		tokens = &tokenSwitch{}
+		if err := tokens.set(creds.GCSCredentialsJSON); err != nil {
+			return nil, nil, "", err
+		}
+		auth, err := tokens.authOptions()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		opts = append(opts, auth...)
 	}
 	if cfg.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(jsonEndpoint(cfg.Endpoint)))
@@ -108,10 +121,10 @@ func newClient(ctx context.Context, cfg objstore.Config, creds objstore.Credenti
 	client, err := storage.NewClient(ctx, opts...)
 	if err != nil {
 		// The SDK's error describes options, never the key material.
-		return nil, "", fmt.Errorf("%w: gcsstore: new client: %w", objstore.ErrInvalidConfig, err)
+		return nil, nil, "", fmt.Errorf("%w: gcsstore: new client: %w", objstore.ErrInvalidConfig, err)
 	}
 	client.SetRetry(retryOptions(cfg)...)
-	return client, project, nil
+	return client, tokens, project, nil
 }
 
 // jsonEndpoint is the JSON API base URL for an endpoint given either as

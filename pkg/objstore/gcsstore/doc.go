@@ -20,6 +20,11 @@
 //     fake-gcs-server, without authentication. The adapter passes client
 //     options; it never sets STORAGE_EMULATOR_HOST.
 //   - Endpoint set with credentials JSON: an authenticated custom endpoint.
+//   - With a credentials JSON the client carries its own HTTP client whose
+//     authorization middleware takes tokens from a switch, so
+//     Store.UpdateCredentials replaces the credentials at the next request
+//     (rotation; rotate.go). Stores on application default credentials or
+//     an emulator cannot switch.
 //   - Region: location of buckets made by Admin.CreateBucket.
 //   - PartSize: resumable-upload chunk (rounded up to 256 KiB); chunks go
 //     up one at a time, as GCS resumable uploads require.

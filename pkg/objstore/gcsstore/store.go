@@ -20,6 +20,9 @@ type Store struct {
 	cfg    objstore.Config
 	client *storage.Client
 	bucket *storage.BucketHandle
+	// tokens switches the credentials (UpdateCredentials); nil unless
+	// the store was opened with a credentials JSON.
+	tokens *tokenSwitch
 }
 
 var _ objstore.Store = (*Store)(nil)
@@ -31,11 +34,11 @@ func New(ctx context.Context, cfg objstore.Config, creds objstore.Credentials) (
 	if err != nil {
 		return nil, err
 	}
-	client, _, err := newClient(ctx, cfg, creds)
+	client, tokens, _, err := newClient(ctx, cfg, creds)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{cfg: cfg, client: client, bucket: client.Bucket(cfg.Bucket)}, nil
+	return &Store{cfg: cfg, client: client, bucket: client.Bucket(cfg.Bucket), tokens: tokens}, nil
 }
 
 // Close releases the client.

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -41,6 +40,9 @@ type client struct {
 	// idle closes pooled connections on Close; nil if the HTTP client
 	// cannot.
 	idle interface{ CloseIdleConnections() }
+	// creds is the client's credentials provider, switched by
+	// UpdateCredentials (rotate.go); nil for an anonymous client.
+	creds *credentialSwitch
 }
 
 // resolveConfig validates cfg for this adapter and fills in defaults.
@@ -114,9 +116,11 @@ func newClient(ctx context.Context, cfg objstore.Config, creds objstore.Credenti
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
+	sw := newCredentialSwitch(creds)
 	if !creds.IsZero() {
-		opts = append(opts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)))
+		// Keeps LoadDefaultConfig from resolving the default chain; install
+		// below replaces the cache it wraps around the switch.
+		opts = append(opts, config.WithCredentialsProvider(sw))
 	}
 	if !flexibleChecksums {
 		opts = append(opts,
@@ -133,7 +137,7 @@ func newClient(ctx context.Context, cfg objstore.Config, creds objstore.Credenti
 		awsCfg.Region = defaultRegion
 	}
 
-	c := &client{cfg: cfg, checksum: awsCfg.RequestChecksumCalculation}
+	c := &client{cfg: cfg, checksum: awsCfg.RequestChecksumCalculation, creds: sw.install(&awsCfg)}
 	if !flexibleChecksums {
 		c.deleteOpts = append(c.deleteOpts, s3.WithAPIOptions(smithyhttp.AddContentChecksumMiddleware))
 	}

@@ -4,7 +4,9 @@
 //
 // Client: static keys when Credentials are given, otherwise the SDK's
 // default chain unchanged (environment, shared files, IRSA / web identity,
-// instance roles). AWS_CA_BUNDLE is honoured by the SDK. Region: Config,
+// instance roles). Store.UpdateCredentials swaps the keys under a running
+// store (credential rotation; rotate.go). AWS_CA_BUNDLE is honoured by the
+// SDK. Region: Config,
 // else the SDK's sources, else us-east-1. Outside Amazon S3 the SDK sends
 // and checks checksums only where an operation requires them, and adds
 // Content-MD5 to DeleteObjects, as S3-compatible stores expect.

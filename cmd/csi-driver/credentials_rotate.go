@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+// credentialRotation is the FUSE process's side of credential rotation
+// (pkg/supervisor/rotate.go): on SIGHUP it reads the volume's rotation
+// file next to the credentials handoff file, switches the store to the
+// credentials there and acknowledges.
+type credentialRotation struct {
+	// constant
+	dir      string               // the credentials directory; "" without a handoff file
+	volumeID string               // names the rotation file
+	base     objstore.Credentials // from the handoff file: what the rotation file must supersede
+	hup      chan os.Signal
+
+	// Only the watch goroutine (and startCredentials before it) touches
+	// these.
+	generation uint64               // of the rotation file in use; 0: base
+	current    objstore.Credentials // in use
+}
+
+// startCredentials returns the credentials the store starts with: those
+// of the handoff file (which it deletes), or a newer rotation of them;
+// zero without a handoff file (the default chain). It starts catching
+// SIGHUP at once and never stops (signals after watch ended are dropped),
+// so that a rotation signal never kills the process.
+func startCredentials(cfg mountConfig) (objstore.Credentials, *credentialRotation, error) {
+	r := &credentialRotation{volumeID: cfg.Cache.VolumeID, hup: make(chan os.Signal, 1)}
+	signal.Notify(r.hup, syscall.SIGHUP)
+	if cfg.CredentialsFile == "" {
+		return objstore.Credentials{}, r, nil
+	}
+	base, err := readCredentialsFile(cfg.CredentialsFile)
+	if err != nil {
+		return objstore.Credentials{}, nil, err
+	}
+	r.dir, r.base, r.current = filepath.Dir(cfg.CredentialsFile), base, base
+	c, gen, ok, err := supervisor.ReadRotation(r.dir, r.volumeID, base)
+	switch {
+	case err != nil:
+		// The staged credentials still work for a while, usually.
+		klog.ErrorS(err, "ignoring the rotation file", "volume", r.volumeID)
+	case ok:
+		r.generation, r.current = gen, c
+		klog.InfoS("starting with rotated credentials", "volume", r.volumeID, "generation", gen)
+	}
+	return r.current, r, nil
+}
+
+// watch acknowledges the starting generation and switches store on every
+// SIGHUP until ctx ends. store is the adapter backend.Open returned.
+func (r *credentialRotation) watch(ctx context.Context, store objstore.Store) {
+	if r.generation > 0 {
+		r.ack()
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.hup:
+				r.reload(ctx, store)
+			}
+		}
+	}()
+}
+
+// reload switches store to the rotation file's credentials if they are
+// newer than those in use.
+func (r *credentialRotation) reload(ctx context.Context, store objstore.Store) {
+	if r.dir == "" {
+		klog.InfoS("SIGHUP ignored: the volume was mounted without a credentials file", "volume", r.volumeID)
+		return
+	}
+	c, gen, ok, err := supervisor.ReadRotation(r.dir, r.volumeID, r.base)
+	switch {
+	case err != nil:
+		klog.ErrorS(err, "reading the rotation file", "volume", r.volumeID)
+		return
+	case !ok || gen < r.generation:
+		klog.V(2).InfoS("SIGHUP: no newer credentials", "volume", r.volumeID, "generation", r.generation)
+		return
+	case gen == r.generation || c.Equal(r.current):
+		r.generation = gen
+		r.ack() // a repeated signal: confirm again
+		return
+	}
+	u, can := store.(objstore.CredentialsUpdater)
+	if !can {
+		klog.InfoS("SIGHUP ignored: this backend takes no credentials", "volume", r.volumeID)
+		return
+	}
+	if err := u.UpdateCredentials(ctx, c); err != nil {
+		klog.ErrorS(err, "switching to new credentials", "volume", r.volumeID, "generation", gen)
+		return
+	}
+	r.generation, r.current = gen, c
+	klog.InfoS("switched to new credentials", "volume", r.volumeID, "generation", gen)
+	r.ack()
+}
+
+func (r *credentialRotation) ack() {
+	if err := supervisor.AckRotation(r.dir, r.volumeID, r.generation, r.current); err != nil {
+		klog.ErrorS(err, "acknowledging new credentials", "volume", r.volumeID, "generation", r.generation)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+// switchingStore records UpdateCredentials calls (the other Store methods
+// are not used here).
+type switchingStore struct {
+	objstore.Store
+	mu  sync.Mutex // guards got
+	got []objstore.Credentials
+}
+
+func (s *switchingStore) UpdateCredentials(_ context.Context, c objstore.Credentials) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, c)
+	return nil
+}
+
+func (s *switchingStore) updates() []objstore.Credentials {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]objstore.Credentials(nil), s.got...)
+}
+
+// writeRotation writes a rotation file as the supervisor does.
+func writeRotation(t *testing.T, dir, volumeID string, base, c objstore.Credentials, gen uint64) {
+	t.Helper()
+	sum := digest(t, base)
+	b, err := json.Marshal(map[string]any{"supersedes": sum, "generation": gen,
+		"credentials": map[string]string{"accessKeyID": c.AccessKeyID, "secretAccessKey": c.SecretAccessKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := supervisor.RotationFiles(dir, volumeID)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// digest is the supervisor's credentials digest, learned from an ack.
+func digest(t *testing.T, c objstore.Credentials) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "d") // created 0700
+	if err := supervisor.AckRotation(dir, "probe", 1, c); err != nil {
+		t.Fatal(err)
+	}
+	_, ack := supervisor.RotationFiles(dir, "probe")
+	b, err := os.ReadFile(ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("ack %q", b)
+	}
+	return f[1]
+}
+
+func TestCredentialRotationInTheMountProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "creds")
+	a := objstore.Credentials{AccessKeyID: "AK-A", SecretAccessKey: "secret-A-123456"}
+	b := objstore.Credentials{AccessKeyID: "AK-B", SecretAccessKey: "secret-B-123456"}
+	c := objstore.Credentials{AccessKeyID: "AK-C", SecretAccessKey: "secret-C-123456"}
+	const vol = "s3/vol-1"
+	handoff := func() mountConfig {
+		path, err := writeCredentialsFile(dir, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mountConfig{CredentialsFile: path, Cache: cache.Options{VolumeID: vol}}
+	}
+
+	// No rotation file: the handoff file's credentials.
+	got, r, err := startCredentials(handoff())
+	if err != nil || !got.Equal(a) {
+		t.Fatalf("start without rotation = %q, %v", got.AccessKeyID, err)
+	}
+	// A rotation superseding other credentials is ignored.
+	writeRotation(t, dir, vol, c, b, 3)
+	if got, _, err = startCredentials(handoff()); err != nil || !got.Equal(a) {
+		t.Fatalf("start with a stale rotation = %q, %v", got.AccessKeyID, err)
+	}
+	// A rotation superseding the handoff's: start with it (a heal).
+	writeRotation(t, dir, vol, a, b, 1)
+	if got, r, err = startCredentials(handoff()); err != nil || !got.Equal(b) {
+		t.Fatalf("start after a rotation = %q, %v", got.AccessKeyID, err)
+	}
+
+	store := &switchingStore{}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r.watch(ctx, store)
+	_, ackPath := supervisor.RotationFiles(dir, vol)
+	waitAck := func(gen uint64, want objstore.Credentials) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if ack, err := os.ReadFile(ackPath); err == nil && string(ack) == ackText(t, gen, want) {
+				return
+			}
+		}
+		t.Fatalf("no ack of generation %d", gen)
+	}
+	waitAck(1, b) // acknowledged at start
+
+	// A real SIGHUP to this process: caught, the store switched, acked.
+	writeRotation(t, dir, vol, a, c, 2)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitAck(2, c)
+	if u := store.updates(); len(u) != 1 || !u[0].Equal(c) {
+		t.Fatalf("store updates = %d, want one to C", len(u))
+	}
+	// A repeated signal without a new generation acks again, no switch.
+	if err := os.Remove(ackPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitAck(2, c)
+	if u := store.updates(); len(u) != 1 {
+		t.Errorf("store updates = %d after a repeated signal, want 1", len(u))
+	}
+}
+
+func ackText(t *testing.T, gen uint64, c objstore.Credentials) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "d")
+	if err := supervisor.AckRotation(dir, "x", gen, c); err != nil {
+		t.Fatal(err)
+	}
+	_, p := supervisor.RotationFiles(dir, "x")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,122 @@
+package driver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// counterValue returns the value of the counter name with the given
+// labels, -1 if there is none.
+func counterValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.Metric {
+			if hasLabels(m, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.Label {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// TestCallMetrics counts CreateVolume outcomes by code through a served
+// controller: the provisioning counts and errors.
+func TestCallMetrics(t *testing.T) {
+	dir, err := os.MkdirTemp("", "basin-csi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
+	ctrl, err := NewController(ControllerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d, err := New(Config{Endpoint: endpoint, Version: "test", Metrics: reg}, ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := Listen(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, lis) }()
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		cancel()
+		<-done
+	})
+	cc := csi.NewControllerClient(conn)
+	bucket := t.TempDir()
+	req := &csi.CreateVolumeRequest{Name: "pvc-metrics", VolumeCapabilities: rwx(),
+		Parameters: map[string]string{"backend": "file", "bucket": bucket}}
+	if _, err := cc.CreateVolume(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.CreateVolume(t.Context(), &csi.CreateVolumeRequest{Name: "pvc-bad", VolumeCapabilities: rwx(),
+		Parameters: map[string]string{"backend": "file", "bucket": bucket, "cacheSizee": "1Gi"}}); err == nil {
+		t.Fatal("CreateVolume with an unknown parameter succeeded")
+	}
+	for _, tt := range []struct {
+		code string
+		want float64
+	}{{"OK", 1}, {"InvalidArgument", 1}} {
+		if got := counterValue(t, reg, "basin_csi_operations_total", map[string]string{"method": "CreateVolume", "code": tt.code}); got != tt.want {
+			t.Errorf("CreateVolume %s = %v, want %v", tt.code, got, tt.want)
+		}
+	}
+	// A second set of call metrics on the same registry reuses the first.
+	if _, err := newCallMetrics(reg); err != nil {
+		t.Errorf("registering again: %v", err)
+	}
+}
+
+func TestStagedVolumes(t *testing.T) {
+	n, _, _ := fakeNode(t)
+	ctx := t.Context()
+	staging := filepath.Join(t.TempDir(), "staging")
+	if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol/1", StagingTargetPath: staging,
+		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER), VolumeContext: fakeContext(t)}); err != nil {
+		t.Fatal(err)
+	}
+	vols := n.StagedVolumes(ctx)
+	if len(vols) != 1 || vols[0].ID != "vol/1" || !vols[0].Served || !vols[0].Healthy ||
+		vols[0].CacheDir != cacheDirFor(n.cfg.CacheRoot, "vol/1") {
+		t.Errorf("staged volumes = %+v", vols)
+	}
+	if h := n.Heals(); h != 0 {
+		t.Errorf("heals = %d before any", h)
+	}
+}

@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/fuse"
+)
+
+// Sources are where a FUSE process's metrics come from. Each func is
+// called once per scrape; nil ones are skipped.
+type Sources struct {
+	Cache  func() cache.Stats
+	Pinned func() int64
+	FS     func() fuse.Stats
+}
+
+// NewProcessRegistry returns the registry of one FUSE process with the
+// process collector and the bucket metrics (the returned StoreMetrics, to
+// Wrap the store with). RegisterSources adds the cache and file system
+// once they are open.
+func NewProcessRegistry() (*prometheus.Registry, *StoreMetrics, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, nil, err
+	}
+	sm, err := NewStoreMetrics(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return reg, sm, nil
+}
+
+// RegisterSources registers a collector reading src at every scrape.
+func RegisterSources(reg prometheus.Registerer, src Sources) error {
+	return reg.Register(&sourceCollector{src: src})
+}
+
+func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+
+// Descriptions of the collected metrics.
+var (
+	descHits       = desc("basin_cache_hits_total", "Reads the cache served from its blocks (reads of fully cached files are served from the local file instead: see basin_cache_local_opens_total).")
+	descMisses     = desc("basin_cache_misses_total", "Reads that needed blocks from the bucket.")
+	descHitBytes   = desc("basin_cache_hit_bytes_total", "Bytes of reads served from the cache.")
+	descMissBytes  = desc("basin_cache_miss_bytes_total", "Bytes of reads that needed the bucket.")
+	descLocalOpens = desc("basin_cache_local_opens_total", "Opens of fully cached files served from their local cache file (FUSE passthrough or spliced reads): their reads count in no hit counter.")
+	descEvictions  = desc("basin_cache_evictions_total", "Objects evicted from the cache.")
+	descUsed       = desc("basin_cache_used_bytes", "Bytes the cache allocates on disk.")
+	descCapacity   = desc("basin_cache_capacity_bytes", "The cache's size cap (0: only the disk's free-space floor limits it).")
+	descObjects    = desc("basin_cache_objects", "Objects in the cache.")
+	descPinned     = desc("basin_cache_pinned_objects", "Objects pinned by open file handles or running fetches (never evicted).")
+	descPTOpens    = desc("basin_fuse_passthrough_opens_total", "Opens served by FUSE passthrough: the kernel reads the cache file directly.")
+	descUserOpens  = desc("basin_fuse_user_opens_total", "Read opens served in user space.")
+	descReadBytes  = desc("basin_fuse_read_bytes_total", "Bytes returned by user-space READ requests.")
+	descUploads    = desc("basin_fuse_uploads_total", "Files written to the bucket (on close or fsync).")
+	descUploadSize = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
+)
+
+// sourceCollector turns the Stats snapshots of a cache and a file system
+// into metrics at scrape time.
+type sourceCollector struct {
+	src Sources // constant
+}
+
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descHits, descMisses, descHitBytes, descMissBytes, descLocalOpens, descEvictions,
+		descUsed, descCapacity, descObjects, descPinned,
+		descPTOpens, descUserOpens, descReadBytes, descUploads, descUploadSize} {
+		ch <- d
+	}
+}
+
+func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	if c.src.Cache != nil {
+		s := c.src.Cache()
+		counter(descHits, s.Hits)
+		counter(descMisses, s.Misses)
+		counter(descHitBytes, s.HitBytes)
+		counter(descMissBytes, s.MissBytes)
+		counter(descLocalOpens, s.Passthrough)
+		counter(descEvictions, s.Evictions)
+		gauge(descUsed, s.UsedBytes)
+		gauge(descCapacity, s.Capacity)
+		gauge(descObjects, s.Objects)
+	}
+	if c.src.Pinned != nil {
+		gauge(descPinned, c.src.Pinned())
+	}
+	if c.src.FS != nil {
+		s := c.src.FS()
+		counter(descPTOpens, s.PassthroughOpens)
+		counter(descUserOpens, s.UserOpens)
+		counter(descReadBytes, s.UserReadBytes)
+		counter(descUploads, s.Uploads)
+		counter(descUploadSize, s.UploadBytes)
+	}
+}

@@ -1,0 +1,37 @@
+// Package metrics defines Basin's Prometheus metrics and collects them
+// from where the numbers already live, instead of keeping second copies:
+// the cache's Stats, the file system's Stats, and a decorator around the
+// object store that times and counts every bucket request by type.
+//
+// Per FUSE process (one volume; served on its admin socket, see
+// pkg/admin) — NewProcessRegistry:
+//
+//	basin_cache_hits_total, basin_cache_misses_total          reads of partly cached files
+//	basin_cache_hit_bytes_total, basin_cache_miss_bytes_total
+//	basin_cache_local_opens_total                             opens of fully cached files (passthrough or splice)
+//	basin_cache_evictions_total                               objects evicted
+//	basin_cache_used_bytes, basin_cache_capacity_bytes, basin_cache_objects
+//	basin_cache_pinned_objects                                held by open handles or fetches
+//	basin_fuse_passthrough_opens_total, basin_fuse_user_opens_total
+//	basin_fuse_read_bytes_total                               bytes returned by user-space READs
+//	basin_fuse_uploads_total, basin_fuse_upload_bytes_total
+//	basin_bucket_requests_total{op}                           stat|get|list|put|delete|copy|delete_prefix
+//	basin_bucket_request_errors_total{op,reason}
+//	basin_bucket_bytes_total{op}                              bytes read (get) and written (put)
+//	basin_bucket_request_duration_seconds{op}                 until the store answered (get: first byte)
+//	basin_bucket_get_duration_seconds                         a GET from request to body closed
+//	process_*                                                 memory, CPU, descriptors
+//
+// The node plugin (NodeCollector, VolumeGatherer) re-exports every FUSE
+// process's metrics with a `volume` label and adds:
+//
+//	basin_node_heals_total                  heals of all volumes since the plugin started
+//	basin_volume_heals_total{volume}        heals since the volume was staged
+//	basin_volume_healthy{volume}            1 while the volume is served and healthy
+//	basin_volume_scrape_up{volume}          1 if the volume's FUSE process answered the scrape
+//	basin_node_staged_volumes
+//
+// The CSI services (pkg/driver) count their calls:
+// basin_csi_operations_total{method,code} and
+// basin_csi_operation_duration_seconds{method}.
+package metrics
