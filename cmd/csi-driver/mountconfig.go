@@ -29,6 +29,8 @@ type mountFlags struct {
 	uid, gid                         int64
 	fileMode, dirMode                os.FileMode
 	fd                               int
+	session                          string
+	resume                           bool
 	credentialsFile                  string
 	debug, disablePassthrough        bool
 }
@@ -50,6 +52,10 @@ func defaultMountFlags() mountFlags {
 		fd:                 -1,
 	}
 }
+
+// sessionFileName is the file in the cache directory where an fd-mode
+// mount records its kernel connection for a successor (--session).
+const sessionFileName = "fuse-session.json"
 
 // mountConfig is everything a mount needs, built and validated in one place
 // (newMountConfig) from the flags and arguments.
@@ -177,6 +183,14 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 		errs = append(errs, err)
 	}
 	c.Mount = fuse.MountOptions{AllowOther: f.allowOther, FsName: "basin:" + c.Source.String(), Debug: f.debug}
+	switch {
+	case (f.session != "" || f.resume) && f.fd < 0:
+		bad("--session and --resume need --fd")
+	case f.resume && f.session == "":
+		bad("--resume needs --session: the connection to take over")
+	case f.session != "":
+		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(cacheDir, sessionFileName), ID: f.session, Resume: f.resume}
+	}
 	c.Debug = f.debug
 	c.CredentialsFile = f.credentialsFile
 	return c, errors.Join(errs...)

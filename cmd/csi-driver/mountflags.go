@@ -94,6 +94,8 @@ func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs.BoolVar(&f.allowOther, "allow-other", f.allowOther, "let other users access the mount (non-root needs user_allow_other in /etc/fuse.conf)")
 	fs.BoolVar(&f.foreground, "foreground", f.foreground, "stay in the foreground (always the case: run it under a supervisor or with & to background it)")
 	fs.IntVar(&f.fd, "fd", f.fd, "serve an already mounted /dev/fuse descriptor `N` inherited from the parent instead of mounting MOUNTPOINT; the mount is left to the parent at exit")
+	fs.StringVar(&f.session, "session", f.session, "with --fd: `ID` of the kernel connection; record its negotiation in the cache directory so that a successor can take it over")
+	fs.BoolVar(&f.resume, "resume", f.resume, "with --fd and --session: take over the connection from a server that died, without a new INIT, and have the kernel resend the requests it left unanswered")
 	fs.StringVar(&f.credentialsFile, "credentials-file", f.credentialsFile, "read the store's credentials from this 0600 `file` and delete it (how the node plugin hands them over; a path, never a secret, on the command line)")
 	fs.BoolVar(&f.disablePassthrough, "disable-passthrough", f.disablePassthrough, "serve all reads in user space even where FUSE passthrough works")
 	fs.BoolVar(&f.debug, "debug", f.debug, "log every FUSE request and verbose cache events")

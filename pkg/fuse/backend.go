@@ -16,6 +16,7 @@ type cacheBackend interface {
 	Invalidate(key string)
 	InodeOf(path string) (uint64, error)
 	InodesOf(paths []string) ([]uint64, error)
+	PathOf(ino uint64) (string, bool)
 	OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error)
 	StagingDir() string
 	Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error

@@ -107,4 +107,19 @@ type MountOptions struct {
 	FsName string
 	// Debug logs every FUSE request and reply.
 	Debug bool
+	// Session makes an fd-mode mount resumable by a successor process
+	// (see resume.go); zero for plain mounts.
+	Session SessionOptions
+}
+
+// SessionOptions tie an fd-mode mount to its kernel connection.
+type SessionOptions struct {
+	// File is where the connection's first server records its INIT
+	// negotiation and where a successor reads it ("" = not resumable).
+	File string
+	// ID names the connection; a record with another ID is never used.
+	ID string
+	// Resume takes over a connection whose first server is gone instead
+	// of answering a new INIT.
+	Resume bool
 }

@@ -16,7 +16,8 @@ import (
 // dirNode is a directory: the root, a common prefix or a marker object.
 type dirNode struct {
 	fs.Inode
-	fsys *FS
+	fsys    *FS
+	revived string // constant: the path of a node revived by number, else ""
 
 	mu sync.Mutex
 	// guarded by mu: FetchedAt of the listing last handed to the kernel's

@@ -143,6 +143,20 @@ func (c *fakeCache) InodesOf(paths []string) ([]uint64, error) {
 	return inos, nil
 }
 
+func (c *fakeCache) PathOf(ino uint64) (string, bool) {
+	if ino == 1 {
+		return "", true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, i := range c.inodes {
+		if i == ino {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 func (c *fakeCache) dataPath(info objstore.ObjectInfo) string {
 	sum := sha256.Sum256([]byte(info.Key + "\x00" + info.Version))
 	return filepath.Join(c.dataDir, hex.EncodeToString(sum[:16]))

@@ -17,7 +17,8 @@ import (
 // fileNode is a regular file: an object, or a file being written.
 type fileNode struct {
 	fs.Inode
-	fsys *FS
+	fsys    *FS
+	revived string // constant: the path of a node revived by number, else ""
 
 	mu sync.Mutex
 	// guarded by mu

@@ -35,6 +35,9 @@ type FS struct {
 
 	ptOnce sync.Once
 	ptOK   bool // written once inside ptOnce
+	// resumed is set by Mount before the first request when the process
+	// took over a live connection: passthrough stays off (session.go).
+	resumed bool
 
 	counters counters
 }
@@ -72,15 +75,23 @@ func (f *FS) transferContext(ctx context.Context, size int64) (context.Context, 
 	return context.WithTimeout(ctx, f.cfg.OpTimeout+time.Duration(size>>20)*time.Second)
 }
 
-// keyOf returns the volume path of an inode by walking up to the root; false
-// if the inode was unlinked or lies outside this file system's tree.
+// keyOf returns the volume path of an inode by walking up to the root (or
+// to a node revived by number, see revive.go); false if the inode was
+// unlinked or lies outside this file system's tree.
 func (f *FS) keyOf(n *fs.Inode) (string, bool) {
 	root := f.root.EmbeddedInode()
 	var segs []string
 	for p := n; p != root; {
 		name, parent := p.Parent()
 		if parent == nil {
-			return "", false
+			base, ok := revivedKey(p)
+			if !ok {
+				return "", false
+			}
+			if base != "" {
+				segs = append(segs, base)
+			}
+			break
 		}
 		segs = append(segs, name)
 		p = parent
@@ -158,7 +169,7 @@ func (f *FS) passthroughOK() bool {
 		f.mountMu.Lock()
 		srv := f.server
 		f.mountMu.Unlock()
-		if f.cfg.DisablePassthrough || srv == nil {
+		if f.cfg.DisablePassthrough || f.resumed || srv == nil {
 			return
 		}
 		probe, err := os.CreateTemp(f.cache.StagingDir(), ".passthrough-probe-*")

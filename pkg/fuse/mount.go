@@ -82,8 +82,10 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		IgnoreSecurityLabels: true,
 		Debug:                opts.Debug,
 		// Root may mount without fusermount; fd mode must not mount.
-		DirectMount:       !fdMode,
-		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC,
+		DirectMount: !fdMode,
+		// DIRECT_IO_ALLOW_MMAP: a resumed session serves in direct I/O
+		// (session.go) and mmap must keep working there.
+		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC | gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 	}
 	if f.cfg.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
@@ -99,8 +101,11 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		UID:             f.cfg.UID,
 		GID:             f.cfg.GID,
 		RootStableAttr:  &fs.StableAttr{Ino: gofuse.FUSE_ROOT_ID},
+		// Node IDs are the cache's persistent inode numbers, so that a
+		// successor process can serve them (revive.go).
+		ExternalNodeID: true,
 	}
-	server, err := gofuse.NewServer(fs.NewNodeFS(f.root, fo), mountpoint, &fo.MountOptions)
+	server, err := f.newServer(fs.NewNodeFS(f.root, fo), mountpoint, fdMode, &fo.MountOptions, opts.Session)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}

@@ -51,7 +51,10 @@ type HealEvent struct {
 	Time  time.Time     // when the death was noticed
 	Cause string        // why the volume was healed
 	Pause time.Duration // from noticing to serving again (or giving up)
-	Err   string        // "" when the heal succeeded
+	// Method is "takeover" (a new process resumed the live connection) or
+	// "remount" (a new mount, re-bound into the published targets).
+	Method string
+	Err    string // "" when the heal succeeded
 }
 
 // Status is what the Manager knows about a volume's health.

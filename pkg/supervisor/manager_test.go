@@ -174,15 +174,36 @@ func TestStageReadyBoundedByContext(t *testing.T) {
 	}
 }
 
+// resumes reports whether p was started to take over a connection.
+func resumes(p *supervisortest.Process) bool { return slices.Contains(p.Spec.Args, "--resume") }
+
+// sessionOf is the --session argument of p.
+func sessionOf(p *supervisortest.Process) string {
+	if i := slices.Index(p.Spec.Args, "--session"); i >= 0 && i+1 < len(p.Spec.Args) {
+		return p.Spec.Args[i+1]
+	}
+	return ""
+}
+
 func TestWatchdogHeals(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		break_ func(f *fixture, p *supervisortest.Process)
 		cause  string
+		method string // "takeover" keeps the mount; "remount" replaces it
 	}{
-		{"child exit", func(_ *fixture, p *supervisortest.Process) { p.Exit(errors.New("signal: killed")) }, "exited"},
-		{"broken mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Broken) }, "broken"},
-		{"hung mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Hung) }, "did not answer"},
+		{"child exit", func(_ *fixture, p *supervisortest.Process) { p.Exit(errors.New("signal: killed")) }, "exited", "takeover"},
+		{"broken mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Broken) }, "broken", "remount"},
+		{"hung mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Hung) }, "did not answer", "takeover"},
+		{"takeover fails", func(f *fixture, p *supervisortest.Process) {
+			f.runner.OnStart = func(np *supervisortest.Process) error {
+				if resumes(np) {
+					return supervisortest.ErrStartRefused
+				}
+				return nil
+			}
+			p.Exit(errors.New("signal: killed"))
+		}, "exited", "remount"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -192,33 +213,56 @@ func TestWatchdogHeals(t *testing.T) {
 				t.Fatal(err)
 			}
 			first := f.runner.Last()
+			if resumes(first) || sessionOf(first) == "" {
+				t.Fatalf("first process args %v: want --session and no --resume", first.Spec.Args)
+			}
+			if tc.name == "hung mount" {
+				// The successor answers on the same connection.
+				f.runner.OnStart = func(*supervisortest.Process) error {
+					f.kernel.SetHealth("/staging", supervisortest.Healthy)
+					return nil
+				}
+			}
 			tc.break_(f, first)
 			waitFor(t, "a heal", func() bool {
 				st, _ := f.m.Check(t.Context(), req.VolumeID)
 				return st.Heals == 1 && st.Healthy
 			})
 			st, _ := f.m.Check(t.Context(), req.VolumeID)
-			if st.LastHeal == nil || !strings.Contains(st.LastHeal.Cause, tc.cause) || st.LastHeal.Err != "" {
-				t.Errorf("LastHeal = %+v, want a cause mentioning %q", st.LastHeal, tc.cause)
-			}
-			if n := len(f.runner.Started()); n != 2 {
-				t.Errorf("%d processes started, want 2", n)
+			if st.LastHeal == nil || !strings.Contains(st.LastHeal.Cause, tc.cause) || st.LastHeal.Err != "" || st.LastHeal.Method != tc.method {
+				t.Errorf("LastHeal = %+v, want method %s and a cause mentioning %q", st.LastHeal, tc.method, tc.cause)
 			}
 			select {
 			case <-first.Exited():
 			default:
 				t.Error("the old process still runs")
 			}
-			if st.Pid != f.runner.Last().Pid() {
-				t.Errorf("Pid %d, want the new process %d", st.Pid, f.runner.Last().Pid())
+			last := f.runner.Last()
+			if st.Pid != last.Pid() {
+				t.Errorf("Pid %d, want the new process %d", st.Pid, last.Pid())
 			}
 			for _, b := range f.binds {
 				if m, ok := f.kernel.Mounted(b.Target); !ok || m.Source != "/staging" || m.ReadOnly != b.ReadOnly {
-					t.Errorf("target %s: %+v, %v; want re-bound (ro=%v)", b.Target, m, ok, b.ReadOnly)
+					t.Errorf("target %s: %+v, %v; want bound (ro=%v)", b.Target, m, ok, b.ReadOnly)
 				}
 			}
-			if fuse, _ := f.kernel.Counts(); fuse != 2 {
-				t.Errorf("%d FUSE mounts, want 2 (remount)", fuse)
+			started := f.runner.Started()
+			fuse, _ := f.kernel.Counts()
+			switch tc.method {
+			case "takeover":
+				if len(started) != 2 || !resumes(last) || sessionOf(last) != sessionOf(first) {
+					t.Errorf("%d processes, last args %v: want 2, the last resuming session %s", len(started), last.Spec.Args, sessionOf(first))
+				}
+				if fuse != 1 {
+					t.Errorf("%d FUSE mounts, want 1 (the connection is kept)", fuse)
+				}
+			case "remount":
+				if resumes(last) || sessionOf(last) == sessionOf(first) {
+					t.Errorf("last args %v: want a fresh session", last.Spec.Args)
+				}
+				if fuse != 2 {
+					t.Errorf("%d FUSE mounts, want 2 (remount)", fuse)
+				}
 			}
 			if f.m.Heals() != 1 {
 				t.Errorf("Heals() = %d", f.m.Heals())
@@ -234,6 +278,12 @@ func TestWatchdogRetriesFailedHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.kernel.FailMounts(errors.New("no /dev/fuse"))
+	f.runner.OnStart = func(p *supervisortest.Process) error {
+		if resumes(p) {
+			return supervisortest.ErrStartRefused // no takeover either
+		}
+		return nil
+	}
 	f.runner.Last().Exit(errors.New("signal: killed"))
 	waitFor(t, "a failed heal", func() bool {
 		st, _ := f.m.Check(t.Context(), req.VolumeID)

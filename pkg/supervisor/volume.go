@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +25,7 @@ type volume struct {
 
 	mu      sync.Mutex // guards the fields below
 	fd      *os.File   // the Manager's descriptor of the mount; nil while healing
+	session string     // names the kernel connection of fd (--session)
 	child   *child     // the serving process; nil while healing or after a failed heal
 	healing bool
 	broken  string // why the volume is unhealthy; "" when healthy
@@ -114,22 +117,40 @@ func (m *Manager) start(ctx context.Context, v *volume, reap bool) (err error) {
 	if err != nil {
 		return err
 	}
-	var c *child
 	defer func() {
 		if err == nil {
 			return
 		}
-		// Closing our descriptor after the child's aborts the connection,
-		// which also releases a stat still waiting for it.
-		if c != nil {
-			c.kill()
-		}
+		// Closing our descriptor after the child's death aborts the
+		// connection, which also releases a stat still waiting for it.
 		fd.Close()
 		if uerr := m.cfg.Kernel.Unmount(context.Background(), req.StagingPath); uerr != nil {
 			klog.ErrorS(uerr, "cleaning up a failed start", "volume", req.VolumeID)
 		}
 	}()
-	spec, cleanup, err := m.processSpec(req, fd, v.logs)
+	session := newSessionID()
+	if err := m.serve(ctx, v, fd, session, false); err != nil {
+		return err
+	}
+	m.rebind(ctx, v)
+	return nil
+}
+
+// takeover starts a new FUSE process on the descriptor v's dead one
+// served: the kernel mount never went away, and the new process resumes
+// the connection (--resume), so no pod sees an error.
+func (m *Manager) takeover(ctx context.Context, v *volume, fd *os.File, session string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
+	defer cancel()
+	return m.serve(ctx, v, fd, session, true)
+}
+
+// serve starts a FUSE process on fd and waits until the mount answers; on
+// success the process and fd become v's. On error the process is gone and
+// fd is still the caller's.
+func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session string, resume bool) error {
+	req := v.req
+	spec, cleanup, err := m.processSpec(req, fd, v.logs, session, resume)
 	if err != nil {
 		return err
 	}
@@ -141,25 +162,36 @@ func (m *Manager) start(ctx context.Context, v *volume, reap bool) (err error) {
 		cleanup()
 		return err
 	}
-	c = watchChild(proc)
+	c := watchChild(proc)
 	go func() { <-c.exited; cleanup() }()
 	ready := make(chan error, 1)
 	go func() { ready <- m.cfg.Kernel.Check(ctx, req.StagingPath) }()
 	select {
 	case err = <-ready:
 	case <-c.exited:
+	}
+	select {
+	case <-c.exited: // also when it answered and died at once
 		err = fmt.Errorf("%w before serving (%v)", ErrExited, c.err)
+	default:
 	}
 	if err != nil {
+		c.kill()
 		return fmt.Errorf("supervisor: volume %s: FUSE process %d not ready: %w%s",
 			req.VolumeID, proc.Pid(), err, v.logs.tailMessage(5))
 	}
-	m.rebind(ctx, v)
 	v.mu.Lock()
-	v.fd, v.child = fd, c
+	v.fd, v.child, v.session = fd, c, session
 	v.mu.Unlock()
-	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath)
+	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume)
 	return nil
+}
+
+// newSessionID names a new kernel connection.
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // rebind binds the staging path again on every published target. A target
@@ -196,8 +228,11 @@ func (m *Manager) teardown(ctx context.Context, v *volume) error {
 
 // processSpec builds the command line of req's FUSE process, serving fd
 // as descriptor 3. cleanup removes handoff files the child did not.
-func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog) (spec ProcessSpec, cleanup func(), err error) {
-	args := []string{"mount", "--fd", "3", "--volume-id", req.VolumeID, "--cache-dir", req.CacheDir}
+func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog, session string, resume bool) (spec ProcessSpec, cleanup func(), err error) {
+	args := []string{"mount", "--fd", "3", "--volume-id", req.VolumeID, "--cache-dir", req.CacheDir, "--session", session}
+	if resume {
+		args = append(args, "--resume")
+	}
 	if req.ReadOnly {
 		args = append(args, "--read-only")
 	}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,7 @@ func (m *Manager) watch(v *volume) {
 			exited = c.exited
 		}
 		var cause string
+		resumable := true // the connection itself is alive
 		select {
 		case <-v.stop:
 			return
@@ -49,6 +51,9 @@ func (m *Manager) watch(v *volume) {
 				continue
 			}
 			cause = "mount check failed: " + err.Error()
+			// A hung server can be replaced on its connection; a broken
+			// mount (ENOTCONN: the connection was aborted) cannot.
+			resumable = !errors.Is(err, ErrBroken)
 		}
 		if failures > 0 {
 			backoff := min(time.Second<<min(failures-1, 10), m.cfg.MaxHealBackoff)
@@ -60,7 +65,7 @@ func (m *Manager) watch(v *volume) {
 			case <-time.After(backoff):
 			}
 		}
-		if m.heal(v, cause) {
+		if m.heal(v, cause, resumable) {
 			failures = 0
 		} else {
 			failures++
@@ -68,18 +73,17 @@ func (m *Manager) watch(v *volume) {
 	}
 }
 
-// heal replaces a dead or hung FUSE process and its mount: remount and
-// re-bind (first level).
-//
-// Issue 6 slots a transparent takeover in front of the remount: the
-// Manager still holds the descriptor, so a new child started on it,
-// resuming the initialised session, heals with no error in any pod; the
-// remount below stays the fallback for when that fails or the descriptor
-// is gone.
-func (m *Manager) heal(v *volume, cause string) bool {
+// heal replaces a dead or hung FUSE process. First choice, transparent
+// takeover: the Manager still holds the descriptor, so the kernel mount
+// never died; a new process resumes the connection and the kernel resends
+// what the dead one left unanswered: pods see a pause, not an error.
+// Fallback (no descriptor, no session record, or the successor failed):
+// remount and re-bind, which pods see only with HostToContainer
+// propagation and which breaks their open files.
+func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 	t0 := time.Now()
 	v.mu.Lock()
-	c, fd := v.child, v.fd
+	c, fd, session := v.child, v.fd, v.session
 	v.child, v.fd = nil, nil
 	v.healing, v.broken = true, cause
 	v.mu.Unlock()
@@ -88,11 +92,23 @@ func (m *Manager) heal(v *volume, cause string) bool {
 	if c != nil {
 		c.kill() // hung, or already gone
 	}
-	if fd != nil {
-		fd.Close() // the last holder: the kernel aborts the dead connection
+	var err error
+	how := "takeover"
+	resumable = resumable && fd != nil && session != ""
+	if resumable {
+		err = m.takeover(m.ctx, v, fd, session)
+		if err != nil {
+			klog.ErrorS(err, "takeover failed; remounting", "volume", v.req.VolumeID)
+		}
 	}
-	err := m.start(m.ctx, v, false)
-	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0)}
+	if !resumable || err != nil {
+		how = "remount"
+		if fd != nil {
+			fd.Close() // the last holder: the kernel aborts the dead connection
+		}
+		err = m.start(m.ctx, v, false)
+	}
+	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0), Method: how}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -111,7 +127,7 @@ func (m *Manager) heal(v *volume, cause string) bool {
 		klog.ErrorS(err, "heal failed", "volume", v.req.VolumeID, "cause", cause, "pause", ev.Pause)
 		return false
 	}
-	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "pause", ev.Pause)
+	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "method", how, "pause", ev.Pause)
 	return true
 }
 

@@ -1,0 +1,203 @@
+package fuse
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"sync"
+	"syscall"
+
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// sessionFS sits between go-fuse's server and its node bridge so that a
+// process can take over a kernel connection another process served:
+//
+//   - File handles are encoded as epoch<<33 | writable<<32 | bridge handle,
+//     with a random epoch per process. A handle of another epoch was opened
+//     by a dead predecessor ("inherited"): it is re-derived from what the
+//     kernel sends (node ID, open flags) by opening the node again, once,
+//     on first use. An inherited handle that could write is not resumed:
+//     the data its writer had not uploaded died with the process, so
+//     writes, flush and fsync on it fail with EIO instead of pretending.
+//   - With fs.Options.ExternalNodeID the kernel's node IDs are the inode
+//     numbers of the cache's persistent table. In a resumed session a node
+//     ID the bridge does not know is revived first (LOOKUP "." →
+//     dirNode.LookupNode resolves the number to its path).
+//   - The kernel's lookup counts of a resumed session include references
+//     the predecessor handed out. The bridge panics when asked to forget
+//     more than it handed out itself, so the shim mirrors the bridge's
+//     count per node and forwards at most that much.
+//   - A resumed session never mixes I/O modes with handles it cannot see:
+//     the kernel refuses a passthrough open of an inode with inherited
+//     cached opens and the reverse, so every open is served in direct I/O
+//     (user space, no page cache) for the rest of the process's life.
+//
+// A fresh session only pays for the handle encoding.
+type sessionFS struct {
+	gofuse.RawFileSystem
+	// constant
+	epoch   uint64 // 31 random bits, shifted into place
+	resumed bool
+
+	mu sync.Mutex
+	// guarded by mu, resumed sessions only:
+	lookups map[uint64]uint64    // node ID → lookups the bridge counts
+	adopted map[uint64]*adoption // inherited handle → its re-opened one
+}
+
+// adoption is an inherited handle re-opened in this process.
+type adoption struct {
+	once sync.Once
+	fh   uint64 // bridge handle; valid after once
+	st   gofuse.Status
+}
+
+const (
+	fhWritable  = 1 << 32
+	fhEpochBits = 33
+)
+
+func newSessionFS(inner gofuse.RawFileSystem, resumed bool) *sessionFS {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails on Linux
+	epoch := uint64(binary.LittleEndian.Uint32(b[:])&0x7fffffff | 1)
+	return &sessionFS{
+		RawFileSystem: inner,
+		epoch:         epoch << fhEpochBits,
+		resumed:       resumed,
+		lookups:       map[uint64]uint64{},
+		adopted:       map[uint64]*adoption{},
+	}
+}
+
+// own encodes a bridge handle for the kernel.
+func (s *sessionFS) own(fh uint64, flags uint32) uint64 {
+	if fh == 0 {
+		return 0
+	}
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		fh |= fhWritable
+	}
+	return s.epoch | fh
+}
+
+// mine reports whether fh was handed out by this process.
+func (s *sessionFS) mine(fh uint64) bool { return fh == 0 || fh&^(1<<fhEpochBits-1) == s.epoch }
+
+// handle maps a kernel handle to the bridge's. Inherited handles are
+// re-opened on node (as directories if dir) with flags, read-only.
+func (s *sessionFS) handle(cancel <-chan struct{}, h *gofuse.InHeader, fh uint64, flags uint32, dir bool) (uint64, gofuse.Status) {
+	if s.mine(fh) {
+		return fh & (1<<32 - 1), gofuse.OK
+	}
+	s.mu.Lock()
+	a := s.adopted[fh]
+	if a == nil {
+		a = &adoption{}
+		s.adopted[fh] = a
+	}
+	s.mu.Unlock()
+	a.once.Do(func() {
+		in := gofuse.OpenIn{InHeader: *h, Flags: flags&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_APPEND) | syscall.O_RDONLY}
+		var out gofuse.OpenOut
+		if dir {
+			a.st = s.RawFileSystem.OpenDir(cancel, &in, &out)
+		} else {
+			a.st = s.RawFileSystem.Open(cancel, &in, &out)
+		}
+		a.fh = out.Fh
+	})
+	if !a.st.Ok() {
+		s.mu.Lock()
+		delete(s.adopted, fh) // try again at the next use
+		s.mu.Unlock()
+	}
+	return a.fh, a.st
+}
+
+// lostWriter reports whether fh is an inherited handle that could write.
+func (s *sessionFS) lostWriter(fh uint64) bool { return !s.mine(fh) && fh&fhWritable != 0 }
+
+// release forgets an inherited handle; it returns the bridge handle to
+// release (0: none, it was never used here).
+func (s *sessionFS) release(fh uint64) uint64 {
+	if s.mine(fh) {
+		return fh & (1<<32 - 1)
+	}
+	s.mu.Lock()
+	a := s.adopted[fh]
+	delete(s.adopted, fh)
+	s.mu.Unlock()
+	if a == nil {
+		return 0
+	}
+	var bfh uint64
+	a.once.Do(func() { a.st = gofuse.EBADF }) // never opened: nothing to release
+	if a.st.Ok() {
+		bfh = a.fh
+	}
+	return bfh
+}
+
+// node makes sure the bridge knows id before a request about it.
+func (s *sessionFS) node(cancel <-chan struct{}, h *gofuse.InHeader, id uint64) gofuse.Status {
+	if !s.resumed || id == 0 || id == gofuse.FUSE_ROOT_ID {
+		return gofuse.OK
+	}
+	s.mu.Lock()
+	known := s.lookups[id] > 0
+	s.mu.Unlock()
+	if known {
+		return gofuse.OK
+	}
+	hdr := *h
+	hdr.NodeId = id
+	var out gofuse.EntryOut
+	st := s.RawFileSystem.Lookup(cancel, &hdr, ".", &out)
+	s.entered(st, &out)
+	if st.Ok() && out.NodeId == 0 {
+		return gofuse.Status(syscall.ESTALE)
+	}
+	return st
+}
+
+// entered counts a reply that made the bridge count one more lookup.
+func (s *sessionFS) entered(st gofuse.Status, out *gofuse.EntryOut) {
+	if !s.resumed || !st.Ok() || out.NodeId == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.lookups[out.NodeId]++
+	s.mu.Unlock()
+}
+
+func (s *sessionFS) Forget(id, n uint64) {
+	if s.resumed {
+		s.mu.Lock()
+		c := s.lookups[id]
+		n = min(n, c)
+		if c == n {
+			delete(s.lookups, id)
+		} else {
+			s.lookups[id] = c - n
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			return // references of the predecessor: nothing to forget here
+		}
+	}
+	s.RawFileSystem.Forget(id, n)
+}
+
+// opened encodes the handle of an open reply and, in a resumed session,
+// serves it in direct I/O.
+func (s *sessionFS) opened(st gofuse.Status, flags uint32, out *gofuse.OpenOut, file bool) {
+	if !st.Ok() {
+		return
+	}
+	out.Fh = s.own(out.Fh, flags)
+	if s.resumed && file {
+		out.OpenFlags = (out.OpenFlags | gofuse.FOPEN_DIRECT_IO) &^ (gofuse.FOPEN_KEEP_CACHE | gofuse.FOPEN_PASSTHROUGH)
+		out.BackingID = 0
+	}
+}

@@ -1,0 +1,427 @@
+package fuse
+
+import (
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// The RawFileSystem methods of sessionFS that carry node IDs or file
+// handles (see session.go). Each revives unknown nodes, maps handles, and
+// forwards to the bridge.
+
+func (s *sessionFS) Lookup(cancel <-chan struct{}, h *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Lookup(cancel, h, name, out)
+	s.entered(st, out)
+	return st
+}
+
+func (s *sessionFS) GetAttr(cancel <-chan struct{}, in *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if in.Flags_&gofuse.FUSE_GETATTR_FH != 0 {
+		if s.mine(in.Fh_) {
+			in.Fh_ &= 1<<32 - 1
+		} else {
+			in.Flags_ &^= gofuse.FUSE_GETATTR_FH // the node's attributes will do
+			in.Fh_ = 0
+		}
+	}
+	return s.RawFileSystem.GetAttr(cancel, in, out)
+}
+
+func (s *sessionFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if fh, ok := in.GetFh(); ok {
+		if s.lostWriter(fh) {
+			return gofuse.EIO
+		}
+		if s.mine(fh) {
+			in.Fh &= 1<<32 - 1
+		} else {
+			in.Valid &^= gofuse.FATTR_FH
+			in.Fh = 0
+		}
+	}
+	return s.RawFileSystem.SetAttr(cancel, in, out)
+}
+
+func (s *sessionFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Mknod(cancel, in, name, out)
+	s.entered(st, out)
+	return st
+}
+
+func (s *sessionFS) Mkdir(cancel <-chan struct{}, in *gofuse.MkdirIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Mkdir(cancel, in, name, out)
+	s.entered(st, out)
+	return st
+}
+
+func (s *sessionFS) Unlink(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.Unlink(cancel, h, name)
+}
+
+func (s *sessionFS) Rmdir(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.Rmdir(cancel, h, name)
+}
+
+func (s *sessionFS) Rename(cancel <-chan struct{}, in *gofuse.RenameIn, oldName, newName string) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if st := s.node(cancel, &in.InHeader, in.Newdir); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.Rename(cancel, in, oldName, newName)
+}
+
+func (s *sessionFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if st := s.node(cancel, &in.InHeader, in.Oldnodeid); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Link(cancel, in, name, out)
+	s.entered(st, out)
+	return st
+}
+
+func (s *sessionFS) Symlink(cancel <-chan struct{}, h *gofuse.InHeader, target, name string, out *gofuse.EntryOut) gofuse.Status {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Symlink(cancel, h, target, name, out)
+	s.entered(st, out)
+	return st
+}
+
+func (s *sessionFS) Readlink(cancel <-chan struct{}, h *gofuse.InHeader) ([]byte, gofuse.Status) {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return nil, st
+	}
+	return s.RawFileSystem.Readlink(cancel, h)
+}
+
+func (s *sessionFS) Access(cancel <-chan struct{}, in *gofuse.AccessIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.Access(cancel, in)
+}
+
+func (s *sessionFS) GetXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string, dest []byte) (uint32, gofuse.Status) {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return 0, st
+	}
+	return s.RawFileSystem.GetXAttr(cancel, h, attr, dest)
+}
+
+func (s *sessionFS) ListXAttr(cancel <-chan struct{}, h *gofuse.InHeader, dest []byte) (uint32, gofuse.Status) {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return 0, st
+	}
+	return s.RawFileSystem.ListXAttr(cancel, h, dest)
+}
+
+func (s *sessionFS) SetXAttr(cancel <-chan struct{}, in *gofuse.SetXAttrIn, attr string, data []byte) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.SetXAttr(cancel, in, attr, data)
+}
+
+func (s *sessionFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string) gofuse.Status {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.RemoveXAttr(cancel, h, attr)
+}
+
+func (s *sessionFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Create(cancel, in, name, out)
+	s.entered(st, &out.EntryOut)
+	s.opened(st, in.Flags, &out.OpenOut, true)
+	return st
+}
+
+func (s *sessionFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Tmpfile(cancel, in, out)
+	s.entered(st, &out.EntryOut)
+	s.opened(st, in.Flags, &out.OpenOut, true)
+	return st
+}
+
+func (s *sessionFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.Open(cancel, in, out)
+	s.opened(st, in.Flags, out, true)
+	return st
+}
+
+func (s *sessionFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gofuse.ReadResult, gofuse.Status) {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return nil, st
+	}
+	fh, st := s.handle(cancel, &in.InHeader, in.Fh, in.Flags, false)
+	if !st.Ok() {
+		return nil, st
+	}
+	in.Fh = fh
+	return s.RawFileSystem.Read(cancel, in, buf)
+}
+
+func (s *sessionFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.LseekOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	fh, st := s.handle(cancel, &in.InHeader, in.Fh, 0, false)
+	if !st.Ok() {
+		return st
+	}
+	in.Fh = fh
+	return s.RawFileSystem.Lseek(cancel, in, out)
+}
+
+func (s *sessionFS) lk(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	fh, st := s.handle(cancel, &in.InHeader, in.Fh, 0, false)
+	in.Fh = fh
+	return st
+}
+
+func (s *sessionFS) GetLk(cancel <-chan struct{}, in *gofuse.LkIn, out *gofuse.LkOut) gofuse.Status {
+	if st := s.lk(cancel, in); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.GetLk(cancel, in, out)
+}
+
+func (s *sessionFS) SetLk(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Status {
+	if st := s.lk(cancel, in); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.SetLk(cancel, in)
+}
+
+func (s *sessionFS) SetLkw(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Status {
+	if st := s.lk(cancel, in); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.SetLkw(cancel, in)
+}
+
+func (s *sessionFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return
+	}
+	if in.Fh = s.release(in.Fh); in.Fh != 0 {
+		s.RawFileSystem.Release(cancel, in)
+	}
+}
+
+func (s *sessionFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (uint32, gofuse.Status) {
+	if st := s.writable(cancel, in); !st.Ok() {
+		return 0, st
+	}
+	return s.RawFileSystem.Write(cancel, in, data)
+}
+
+func (s *sessionFS) Writev(cancel <-chan struct{}, in *gofuse.WriteIn, data [][]byte) (uint32, gofuse.Status) {
+	if st := s.writable(cancel, in); !st.Ok() {
+		return 0, st
+	}
+	return s.RawFileSystem.Writev(cancel, in, data)
+}
+
+// writable maps the handle of a write; inherited writers get EIO.
+func (s *sessionFS) writable(cancel <-chan struct{}, in *gofuse.WriteIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if !s.mine(in.Fh) {
+		return gofuse.EIO
+	}
+	in.Fh &= 1<<32 - 1
+	return gofuse.OK
+}
+
+func (s *sessionFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRangeIn) (uint32, gofuse.Status) {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return 0, st
+	}
+	if st := s.node(cancel, &in.InHeader, in.NodeIdOut); !st.Ok() {
+		return 0, st
+	}
+	if !s.mine(in.FhOut) {
+		return 0, gofuse.EIO
+	}
+	in.FhOut &= 1<<32 - 1
+	fh, st := s.handle(cancel, &in.InHeader, in.FhIn, 0, false)
+	if !st.Ok() {
+		return 0, st
+	}
+	in.FhIn = fh
+	return s.RawFileSystem.CopyFileRange(cancel, in)
+}
+
+func (s *sessionFS) Ioctl(cancel <-chan struct{}, in *gofuse.IoctlIn, inbuf []byte, out *gofuse.IoctlOut, outbuf []byte) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	fh, st := s.handle(cancel, &in.InHeader, in.Fh, 0, false)
+	if !st.Ok() {
+		return st
+	}
+	in.Fh = fh
+	return s.RawFileSystem.Ioctl(cancel, in, inbuf, out, outbuf)
+}
+
+func (s *sessionFS) Flush(cancel <-chan struct{}, in *gofuse.FlushIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	switch {
+	case s.lostWriter(in.Fh):
+		return gofuse.EIO
+	case !s.mine(in.Fh):
+		return gofuse.OK // a reader: nothing to flush
+	}
+	in.Fh &= 1<<32 - 1
+	return s.RawFileSystem.Flush(cancel, in)
+}
+
+func (s *sessionFS) Fsync(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	switch {
+	case s.lostWriter(in.Fh):
+		return gofuse.EIO
+	case !s.mine(in.Fh):
+		return gofuse.OK
+	}
+	in.Fh &= 1<<32 - 1
+	return s.RawFileSystem.Fsync(cancel, in)
+}
+
+func (s *sessionFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if !s.mine(in.Fh) {
+		return gofuse.EIO
+	}
+	in.Fh &= 1<<32 - 1
+	return s.RawFileSystem.Fallocate(cancel, in)
+}
+
+func (s *sessionFS) OpenDir(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.OpenDir(cancel, in, out)
+	s.opened(st, 0, out, false)
+	return st
+}
+
+func (s *sessionFS) ReadDir(cancel <-chan struct{}, in *gofuse.ReadIn, out *gofuse.DirEntryList) gofuse.Status {
+	if st := s.dirHandle(cancel, in); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.ReadDir(cancel, in, out)
+}
+
+func (s *sessionFS) ReadDirPlus(cancel <-chan struct{}, in *gofuse.ReadIn, out *gofuse.DirEntryList) gofuse.Status {
+	if st := s.dirHandle(cancel, in); !st.Ok() {
+		return st
+	}
+	st := s.RawFileSystem.ReadDirPlus(cancel, in, out)
+	if s.resumed && st.Ok() {
+		// Every entry with a node ID is a lookup the kernel will forget.
+		if _, entries, err := gofuse.ParseDirLookupEntries(out.Bytes()); err == nil {
+			for i := range entries {
+				s.entered(gofuse.OK, &entries[i])
+			}
+		}
+	}
+	return st
+}
+
+func (s *sessionFS) dirHandle(cancel <-chan struct{}, in *gofuse.ReadIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	fh, st := s.handle(cancel, &in.InHeader, in.Fh, in.Flags, true)
+	in.Fh = fh
+	return st
+}
+
+func (s *sessionFS) ReleaseDir(in *gofuse.ReleaseIn) {
+	if st := s.node(nil, &in.InHeader, in.NodeId); !st.Ok() {
+		return
+	}
+	if in.Fh = s.release(in.Fh); in.Fh != 0 {
+		s.RawFileSystem.ReleaseDir(in)
+	}
+}
+
+func (s *sessionFS) FsyncDir(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if !s.mine(in.Fh) {
+		return gofuse.OK // directory changes are in the bucket already
+	}
+	in.Fh &= 1<<32 - 1
+	return s.RawFileSystem.FsyncDir(cancel, in)
+}
+
+func (s *sessionFS) StatFs(cancel <-chan struct{}, h *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
+	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+		return st
+	}
+	return s.RawFileSystem.StatFs(cancel, h, out)
+}
+
+func (s *sessionFS) Statx(cancel <-chan struct{}, in *gofuse.StatxIn, out *gofuse.StatxOut) gofuse.Status {
+	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+		return st
+	}
+	if in.GetattrFlags&gofuse.FUSE_GETATTR_FH != 0 {
+		if s.mine(in.Fh) {
+			in.Fh &= 1<<32 - 1
+		} else {
+			in.GetattrFlags &^= gofuse.FUSE_GETATTR_FH
+			in.Fh = 0
+		}
+	}
+	return s.RawFileSystem.Statx(cancel, in, out)
+}
