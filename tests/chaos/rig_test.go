@@ -1,0 +1,175 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/s3store"
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(readerEnv); spec != "" {
+		os.Exit(runReaderChild(spec))
+	}
+	code := m.Run()
+	testserver.Shutdown()
+	os.Exit(code)
+}
+
+// binary builds cmd/csi-driver once: the supervisor runs it as `mount`.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "basin-chaos-bin-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "csi-driver")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/basin-csi/basin/cmd/csi-driver")
+	cmd.Stderr = os.Stderr
+	return out, cmd.Run()
+})
+
+// rig is one staged volume over a bucket of an owned MinIO, supervised by
+// a real Manager (real mount(2), real FUSE processes).
+type rig struct {
+	srv     *testserver.Server
+	bucket  string
+	dir     string
+	staging string
+	cache   string
+	m       *supervisor.Manager
+	req     supervisor.Request
+	files   map[string][]byte // key → content
+}
+
+// newRig uploads files and stages them. cacheSize bounds the volume's
+// cache (Kubernetes quantity) so that reads keep reaching the bucket.
+func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testserver.Unavailable(t, "chaos tests mount FUSE and need root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testserver.Unavailable(t, "no /dev/fuse: %v", err)
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatalf("build csi-driver: %v", err)
+	}
+	r := &rig{srv: testserver.NewMinIO(t), files: files}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	r.bucket = "basin-chaos-" + hex.EncodeToString(b[:])
+	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: r.srv.Endpoint, Region: r.srv.Region, PathStyle: true, PartSize: 5 << 20}
+	creds := objstore.Credentials{AccessKeyID: r.srv.AccessKey, SecretAccessKey: r.srv.SecretKey}
+	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateBucket(t.Context(), r.bucket); err != nil {
+		t.Fatal(err)
+	}
+	admin.Close()
+	cfg.Bucket = r.bucket
+	store, err := s3store.New(t.Context(), cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range files {
+		if _, err := store.Put(t.Context(), k, bytes.NewReader(v), objstore.PutOptions{Size: int64(len(v))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+
+	r.dir, err = os.MkdirTemp("", "basin-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.staging, r.cache = filepath.Join(r.dir, "staging"), filepath.Join(r.dir, "cache")
+	for _, d := range []string{r.staging, r.cache, filepath.Join(r.dir, "creds")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.m, err = supervisor.NewManager(supervisor.Config{
+		Binary: bin, CredentialsDir: filepath.Join(r.dir, "creds"),
+		CheckInterval: 200 * time.Millisecond, CheckTimeout: 2 * time.Second,
+		Reaper: supervisor.ReapProcs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.req = supervisor.Request{
+		VolumeID: "chaos", StagingPath: r.staging, CacheDir: r.cache,
+		Source: "s3://" + r.bucket,
+		Flags: []string{"--endpoint", r.srv.Endpoint, "--region", r.srv.Region, "--path-style",
+			"--cache-size", cacheSize, "--read-only", "--metadata-ttl", "1h"},
+		ReadOnly:    true,
+		Credentials: creds,
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.m.Unstage(ctx, r.req.VolumeID, r.staging); err != nil {
+			t.Errorf("unstage: %v", err)
+		}
+		r.m.Close()
+		_ = os.RemoveAll(r.dir)
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := r.m.Stage(ctx, r.req); err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	return r
+}
+
+// pid is the serving FUSE process.
+func (r *rig) pid(t *testing.T) int {
+	st, err := r.m.Check(t.Context(), r.req.VolumeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Pid
+}
+
+// waitServing waits until a process other than old serves the volume,
+// healthy, and returns the last heal.
+func (r *rig) waitServing(t *testing.T, old int) supervisor.HealEvent {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := r.m.Check(t.Context(), r.req.VolumeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Healthy && st.Pid != 0 && st.Pid != old && st.LastHeal != nil {
+			return *st.LastHeal
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no process replaced %d within 30s", old)
+	return supervisor.HealEvent{}
+}
+
+// randomFiles makes n files of size bytes under prefix.
+func randomFiles(prefix string, n, size int) map[string][]byte {
+	m := make(map[string][]byte, n)
+	for i := range n {
+		b := make([]byte, size)
+		_, _ = rand.Read(b)
+		m[prefix+hex.EncodeToString([]byte{byte(i >> 8), byte(i)})+".bin"] = b
+	}
+	return m
+}

@@ -1,0 +1,67 @@
+package chaos
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestTakeoverCompletesInFlightRead kills the FUSE process while a read is
+// waiting in it for the bucket (MinIO frozen with SIGSTOP): the successor
+// resumes the kernel connection, the kernel resends the read, and the
+// reader gets the right bytes through the file it opened before the kill,
+// with no error. The mount is never replaced.
+func TestTakeoverCompletesInFlightRead(t *testing.T) {
+	files := randomFiles("data/", 2, 3<<20)
+	r := newRig(t, files, "1Gi")
+	var key string
+	for k := range files {
+		key = k
+		break
+	}
+	var before syscall.Stat_t
+	if err := syscall.Stat(r.staging, &before); err != nil {
+		t.Fatal(err)
+	}
+	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Once: key})
+	if got := rd.line(t); got != "open" {
+		t.Fatalf("reader: %q", got)
+	}
+	if err := r.srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer r.srv.Signal(syscall.SIGCONT)
+	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // the read now waits in the FUSE process for the frozen bucket
+	old := r.pid(t)
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.srv.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ev := r.waitServing(t, old)
+	if ev.Method != "takeover" || ev.Err != "" {
+		t.Fatalf("heal %+v, want a takeover", ev)
+	}
+	got := make(chan string, 1)
+	go func() { got <- rd.line(t) }()
+	select {
+	case line := <-got:
+		if want := "ok " + sums(files)[key]; line != want {
+			t.Fatalf("read across the kill: %q, want %q", line, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the in-flight read never completed (no resend?)")
+	}
+	var after syscall.Stat_t
+	if err := syscall.Stat(r.staging, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Dev != before.Dev {
+		t.Errorf("staging device %d → %d: the mount was replaced, not taken over", before.Dev, after.Dev)
+	}
+	t.Logf("heal: %s after %v", ev.Method, ev.Pause)
+}
