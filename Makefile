@@ -1,4 +1,5 @@
 # Basin — see README.md. Every target works on a fresh Debian machine with Go.
+SHELL     := /bin/bash
 GO        ?= go
 BIN       := bin/csi-driver
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -6,7 +7,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 TOOLS_DIR ?= $(HOME)/.cache/basin-tools
 export PATH := $(TOOLS_DIR)/bin:$(PATH)
 
-.PHONY: build demo test lint vet sanity e2e bench bench-quick image clean
+.PHONY: build demo test lint vet sanity e2e chaos bench bench-quick image clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/csi-driver
@@ -33,6 +34,13 @@ sanity: build
 
 e2e:
 	$(GO) test -race -count=1 -timeout 30m ./tests/e2e/...
+
+## chaos: SIGKILL the FUSE process of a volume under 8 readers 20 times (real FUSE, MinIO); the last line is the summary.
+chaos:
+	@rm -f _output/chaos-summary.txt
+	BASIN_CHAOS=20 BASIN_CHAOS_SUMMARY=$(CURDIR)/_output/chaos-summary.txt \
+		$(GO) test -count=1 -timeout 15m -run 'TestChaos$$|TestTakeover' -v ./tests/chaos/ 2>&1 | grep -v '^[IWE][0-9]' ; \
+		status=$${PIPESTATUS[0]}; cat _output/chaos-summary.txt 2>/dev/null || echo "errors=? (no summary: the chaos test did not finish)"; exit $$status
 
 bench: build
 	./bench/run.sh

@@ -15,12 +15,13 @@ import (
 //
 // Numbers come from a range reserved durably in advance (meta "nextino"
 // is the end of the reservation), so a number is never handed out twice,
-// even across a crash. New path ↔ number pairs are committed by a
-// background group commit that starts at once (not by the periodic flush):
-// InodeOf does not wait for an fsync, and a crash loses at most the pairs
-// of the last commit in flight. A lost pair is harmless: the path gets a
-// new, higher number and the old one resolves to nothing (ESTALE), never
-// to another path.
+// even across a crash. New path ↔ number pairs are committed before
+// InodesOf returns them (concurrent callers share a commit), so a process
+// killed right after answering a LOOKUP leaves its successor a number it
+// can resolve. Should a commit fail, the pairs stay pending and the
+// background loop retries; a pair lost anyway (machine crash) is harmless:
+// the path gets a new, higher number and the old one resolves to nothing
+// (ESTALE), never to another path.
 
 // inodeReserve is how many numbers one durable reservation covers.
 const inodeReserve = 4096
@@ -117,7 +118,16 @@ func (c *Cache) InodesOf(paths []string) ([]uint64, error) {
 		t.pending[p], t.pendingIno[t.next] = t.next, p
 		t.next++
 	}
-	kick(c.inodeKick)
+	t.mu.Unlock()
+	// Commit before the numbers reach the kernel: a successor process
+	// (takeover) must resolve every number the kernel holds. Concurrent
+	// callers share commits (each writes all pending pairs).
+	err = c.commitInodes()
+	t.mu.Lock()
+	if err != nil {
+		kick(c.inodeKick) // the background loop retries
+		return nil, fmt.Errorf("cache: commit inode numbers: %w", err)
+	}
 	return inos, nil
 }
 

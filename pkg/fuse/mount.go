@@ -90,6 +90,9 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	if f.cfg.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
 	}
+	// go-fuse's own warnings (e.g. a splice fallback, once per read of
+	// a resumed session) go to klog at -v=2; every request with Debug.
+	mo.Logger = log.New(klogWriter{level: 2}, "", 0)
 	if opts.Debug {
 		mo.Logger = log.New(klogWriter{}, "", 0)
 	}
@@ -188,10 +191,12 @@ func (f *FS) Serve(ctx context.Context, mountpoint string, opts MountOptions) er
 	}
 }
 
-// klogWriter sends go-fuse's debug log to klog.
-type klogWriter struct{}
+// klogWriter sends go-fuse's log to klog at a verbosity level.
+type klogWriter struct{ level klog.Level }
 
-func (klogWriter) Write(p []byte) (int, error) {
-	klog.InfoDepth(1, strings.TrimRight(string(p), "\n"))
+func (w klogWriter) Write(p []byte) (int, error) {
+	if klog.V(w.level).Enabled() {
+		klog.InfoDepth(1, strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
 }

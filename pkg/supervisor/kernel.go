@@ -103,6 +103,15 @@ func (k *LinuxKernel) Check(ctx context.Context, target string) error {
 		notMnt, err = k.mounter.IsLikelyNotMountPoint(target)
 		return err
 	})
+	if err == nil && !notMnt {
+		// stat may be answered from the kernel's attribute cache; statfs
+		// always reaches the FUSE server, so a hung or not yet serving
+		// process cannot pass.
+		err = within(ctx, "statfs "+target, func() error {
+			var st unix.Statfs_t
+			return unix.Statfs(target, &st)
+		})
+	}
 	switch {
 	case err == nil && notMnt:
 		return fmt.Errorf("%w: %s", ErrNotMounted, target)

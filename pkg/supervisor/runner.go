@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
-	"time"
 )
 
 // ProcessSpec is one process to start.
@@ -48,10 +47,6 @@ type ExecRunner struct{}
 
 var _ ProcessRunner = ExecRunner{}
 
-// outputDrainTime bounds how long Wait waits for the output copy after the
-// child exited (a grandchild may hold the pipe).
-const outputDrainTime = 2 * time.Second
-
 // Start starts spec in its own process group, so a terminal's signals to
 // the node plugin do not reach its FUSE processes.
 func (ExecRunner) Start(ctx context.Context, spec ProcessSpec) (Process, error) {
@@ -61,12 +56,32 @@ func (ExecRunner) Start(ctx context.Context, spec ProcessSpec) (Process, error) 
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = spec.Env
 	cmd.ExtraFiles = spec.ExtraFiles
-	cmd.Stdout = spec.Output
-	cmd.Stderr = spec.Output
-	cmd.WaitDelay = outputDrainTime
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Our own pipe, copied in the background: Wait must report the exit
+	// at once (the watchdog heals on it), not when the output drained.
+	var pr, pw *os.File
+	if spec.Output != nil {
+		var err error
+		if pr, pw, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("supervisor: start %s: %w", spec.Path, err)
+		}
+		cmd.Stdout, cmd.Stderr = pw, pw
+	}
+	err := cmd.Start()
+	if pw != nil {
+		pw.Close()
+	}
+	if err != nil {
+		if pr != nil {
+			pr.Close()
+		}
 		return nil, fmt.Errorf("supervisor: start %s: %w", spec.Path, err)
+	}
+	if pr != nil {
+		go func() {
+			defer pr.Close()
+			_, _ = io.Copy(spec.Output, pr)
+		}()
 	}
 	return execProcess{cmd}, nil
 }

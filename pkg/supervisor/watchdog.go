@@ -30,6 +30,12 @@ func (m *Manager) watch(v *volume) {
 		if c != nil {
 			exited = c.exited
 		}
+		exitCause := func() string {
+			if c == nil {
+				return "no FUSE process: the last heal failed"
+			}
+			return fmt.Sprintf("FUSE process %d exited (%v)%s", c.proc.Pid(), c.err, v.logs.tailMessage(1))
+		}
 		var cause string
 		resumable := true // the connection itself is alive
 		select {
@@ -38,15 +44,27 @@ func (m *Manager) watch(v *volume) {
 		case <-m.ctx.Done():
 			return
 		case <-exited:
-			if c == nil {
-				cause = "no FUSE process: the last heal failed"
-			} else {
-				cause = fmt.Sprintf("FUSE process %d exited (%v)%s", c.proc.Pid(), c.err, v.logs.tailMessage(1))
-			}
+			cause = exitCause()
 		case <-tick.C:
+			// The check runs aside: an exit during a check that now waits
+			// for the dead process must still be noticed at once.
 			ctx, cancel := context.WithTimeout(m.ctx, m.cfg.CheckTimeout)
-			err := m.cfg.Kernel.Check(ctx, v.req.StagingPath)
+			checked := make(chan error, 1)
+			go func() { checked <- m.cfg.Kernel.Check(ctx, v.req.StagingPath) }()
+			var err error
+			select {
+			case err = <-checked:
+			case <-exited:
+				cancel()
+				cause = exitCause()
+			case <-v.stop:
+				cancel()
+				return
+			}
 			cancel()
+			if cause != "" {
+				break
+			}
 			if err == nil {
 				continue
 			}

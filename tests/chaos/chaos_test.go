@@ -1,0 +1,150 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
+)
+
+// chaosEnv enables TestChaos (make chaos): it runs for about a minute.
+const chaosEnv = "BASIN_CHAOS"
+
+// TestChaos is `make chaos`: 8 reader threads (half of them keeping files
+// open across the kills) read a staged volume in a loop while the FUSE
+// process is killed with SIGKILL at random moments. Every byte read must
+// match the bucket, no read may fail, and the longest pause a reader sees
+// must stay under a second. The cache must verify afterwards. The last
+// line of the output is the summary `errors= kills= max_pause_ms=
+// p50_pause_ms=`, also written to $BASIN_CHAOS_SUMMARY when set.
+func TestChaos(t *testing.T) {
+	if os.Getenv(chaosEnv) == "" {
+		t.Skip("set " + chaosEnv + "=1 (make chaos) to run the chaos test")
+	}
+	kills := 20
+	if n, err := strconv.Atoi(os.Getenv(chaosEnv)); err == nil && n > 1 {
+		kills = n
+	}
+	// 40 small files and 4 large ones; the cache holds about half, so
+	// reads keep reaching the bucket while processes die.
+	files := randomFiles("small/", 40, 256<<10)
+	for k, v := range randomFiles("large/", 4, 12<<20) {
+		files[k] = v
+	}
+	r := newRig(t, files, "32Mi")
+	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Threads: 8})
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	type killAt struct{ at, healed time.Time }
+	var done []killAt
+	time.Sleep(time.Second) // readers under way
+	for range kills {
+		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+		old := r.pid(t)
+		at := time.Now()
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		ev := r.waitServing(t, old)
+		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+			t.Logf("kill %d at %s: heal noticed after %v, took %v", len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Pause)
+		}
+		if ev.Method != "takeover" || ev.Err != "" {
+			t.Errorf("heal after kill %d: %+v, want a takeover", len(done)+1, ev)
+		}
+		done = append(done, killAt{at: at, healed: time.Now()})
+	}
+	time.Sleep(time.Second) // readers go on after the last heal
+	rep := rd.report(t)
+
+	// A kill's pause: the longest a read that overlapped it (in flight at
+	// the kill, or started before the heal was seen) waited beyond the kill.
+	pauses := make([]time.Duration, 0, len(done))
+	for _, k := range done {
+		var p time.Duration
+		for _, op := range rep.Ops {
+			start, end := time.Unix(0, op.Start), time.Unix(0, op.End)
+			if end.Before(k.at) || start.After(k.healed) {
+				continue
+			}
+			from := k.at
+			if start.After(from) {
+				from = start
+			}
+			p = max(p, end.Sub(from))
+		}
+		pauses = append(pauses, p)
+	}
+	// For comparison: the slowest read that overlapped no kill at all.
+	var calm time.Duration
+	for _, op := range rep.Ops {
+		start, end := time.Unix(0, op.Start), time.Unix(0, op.End)
+		if !slices.ContainsFunc(done, func(k killAt) bool { return !end.Before(k.at) && !start.After(k.healed) }) {
+			calm = max(calm, end.Sub(start))
+		}
+	}
+	t.Logf("slowest read away from any kill: %v", calm)
+	if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+		ops := slices.Clone(rep.Ops)
+		slices.SortFunc(ops, func(a, b opRecord) int { return int((b.End - b.Start) - (a.End - a.Start)) })
+		for _, op := range ops[:min(12, len(ops))] {
+			near := ""
+			for i, k := range done {
+				if d := time.Unix(0, op.Start).Sub(k.at); d > -5*time.Second && d < 5*time.Second {
+					near += fmt.Sprintf(" kill%d:start%+dms,heal%+dms", i, d.Milliseconds(), time.Unix(0, op.Start).Sub(k.healed).Milliseconds())
+				}
+			}
+			t.Logf("slow op %v%s", time.Duration(op.End-op.Start), near)
+		}
+	}
+	slices.Sort(pauses)
+	maxPause, p50 := pauses[len(pauses)-1], pauses[len(pauses)/2]
+	for i, e := range rep.Errors {
+		if i < 10 {
+			t.Errorf("reader error: %s", e)
+		}
+	}
+	if maxPause >= time.Second {
+		t.Errorf("max pause %v, want under 1s", maxPause)
+	}
+	if len(rep.Ops) < 100*len(done) {
+		t.Errorf("only %d reads during %d kills: the readers stalled", len(rep.Ops), len(done))
+	}
+
+	// The cache verifies once its process stopped.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.m.Unstage(ctx, r.req.VolumeID, r.staging); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.Open(ctx, r.cache, objstoretest.NewFake(), cache.Options{VolumeID: "chaos", Origin: "s3://" + r.bucket + "/ @" + r.srv.Endpoint})
+	if err == nil {
+		var rep cache.Report
+		rep, err = c.Verify(ctx)
+		if err != nil {
+			err = fmt.Errorf("%w: %v", err, rep.Problems)
+		}
+		c.Close()
+	}
+	if err != nil {
+		t.Errorf("cache after the chaos: %v", err)
+	}
+
+	t.Logf("reads=%d bytes=%d", len(rep.Ops), rep.Bytes)
+	summary := fmt.Sprintf("errors=%d kills=%d max_pause_ms=%d p50_pause_ms=%d",
+		len(rep.Errors), len(done), maxPause.Milliseconds(), p50.Milliseconds())
+	if path := os.Getenv("BASIN_CHAOS_SUMMARY"); path != "" {
+		_ = os.MkdirAll(filepath.Dir(path), 0o755)
+		_ = os.WriteFile(path, []byte(summary+"\n"), 0o644)
+	}
+	t.Log(summary)
+}
