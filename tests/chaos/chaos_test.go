@@ -34,19 +34,24 @@ func TestChaos(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv(chaosEnv)); err == nil && n > 1 {
 		kills = n
 	}
-	// 40 small files and 4 large ones; the cache holds about half, so
-	// reads keep reaching the bucket while processes die.
+	// 40 small files and 4 large ones, read cold at first; the cache
+	// holds them all (BASIN_CHAOS_CACHE overrides, e.g. 32Mi to keep
+	// reads reaching the bucket all along).
 	files := randomFiles("small/", 40, 256<<10)
 	for k, v := range randomFiles("large/", 4, 12<<20) {
 		files[k] = v
 	}
-	r := newRig(t, files, "32Mi")
+	cacheSize := "256Mi"
+	if s := os.Getenv("BASIN_CHAOS_CACHE"); s != "" {
+		cacheSize = s
+	}
+	r := newRig(t, files, cacheSize)
 	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Threads: 8})
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	type killAt struct{ at, healed time.Time }
 	var done []killAt
-	time.Sleep(time.Second) // readers under way
+	time.Sleep(300 * time.Millisecond) // readers under way, the cache still cold
 	for range kills {
 		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
 		old := r.pid(t)
