@@ -14,6 +14,10 @@
 //
 // Inode numbers come from the cache's persistent inode table
 // (cache.InodeOf), so a path keeps its number across remounts and restarts.
+// They are also the kernel's node IDs, which lets a new process take over
+// a live connection (--resume): resume.go starts go-fuse on an initialised
+// connection, session.go maps the dead process's handles and lookup counts,
+// revive.go rebuilds nodes from their numbers.
 //
 // # Metadata caching
 //

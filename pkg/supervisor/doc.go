@@ -19,16 +19,14 @@
 //     and a ring buffer of its last lines for error messages.
 //   - reap.go: finding FUSE processes left by an earlier node plugin.
 //
-// Healing, first level (issue 5): the Manager holds the /dev/fuse fd of
-// every mount. When the child exits or the mount stops answering, it
-// closes the fd (aborting the dead connection), lazily unmounts the
-// staging path, mounts it again with a new fd, starts a new child and
-// re-binds every published target (Config.Binds). Pods see the new mount
-// only with mountPropagation: HostToContainer.
-//
-// Transparent takeover (issue 6) slots in as the first strategy of
-// Manager.heal: because the Manager still holds the fd, the kernel mount
-// never dies with the child; a new child started on a dup of the same fd,
-// resuming an initialised session, heals without any error. The remount
-// path stays as the fallback.
+// Healing. The Manager holds the /dev/fuse fd of every mount. When the
+// child exits or the mount stops answering, it first takes the connection
+// over: a new child on the same fd with --resume (the session ID ties it
+// to the connection), which resumes the initialised session and has the
+// kernel resend what was in flight, so no pod sees an error. When that is
+// impossible (a broken connection, no session record) or fails, it closes
+// the fd (aborting the dead connection), lazily unmounts the staging path,
+// mounts it again with a new fd, starts a new child and re-binds every
+// published target (Config.Binds); pods see that new mount only with
+// mountPropagation: HostToContainer. See docs/architecture.md.
 package supervisor
