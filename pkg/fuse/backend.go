@@ -17,6 +17,7 @@ type cacheBackend interface {
 	InodeOf(path string) (uint64, error)
 	InodesOf(paths []string) ([]uint64, error)
 	PathOf(ino uint64) (string, bool)
+	KnownDir(key string) (isDir, known bool)
 	OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error)
 	StagingDir() string
 	Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error

@@ -99,8 +99,13 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *gofuse.EntryOut)
 	return d.dirChild(ctx, name, key, 0, out)
 }
 
-// dirExists reports whether any key, including a marker, starts with key+"/".
+// dirExists reports whether any key, including a marker, starts with
+// key+"/": from fresh cached listings when they tell (a warmed tree needs
+// no bucket), else with a one-key listing.
 func (f *FS) dirExists(ctx context.Context, key string) (bool, error) {
+	if isDir, known := f.cache.KnownDir(key); known {
+		return isDir, nil
+	}
 	page, err := f.store.List(ctx, objstore.ListOptions{Prefix: key + "/", Delimiter: "/", MaxKeys: 1})
 	if err != nil {
 		return false, err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,6 +156,16 @@ func (c *fakeCache) PathOf(ino uint64) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+func (c *fakeCache) KnownDir(key string) (bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.listing[parentPrefix(key)]
+	if !ok || !fresh(l.FetchedAt, c.ttl) {
+		return false, false
+	}
+	return slices.Contains(l.Prefixes, key+"/"), true
 }
 
 func (c *fakeCache) dataPath(info objstore.ObjectInfo) string {
