@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,18 +19,6 @@ import (
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
-// binary builds cmd/csi-driver once per test binary.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "basin-bin-")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "csi-driver")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/basin-csi/basin/cmd/csi-driver")
-	cmd.Stderr = os.Stderr
-	return out, cmd.Run()
-})
-
 // needFUSE fails (CI) or skips unless the test can mount FUSE as root.
 func needFUSE(t *testing.T) string {
 	t.Helper()
@@ -42,7 +28,7 @@ func needFUSE(t *testing.T) string {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		testserver.Unavailable(t, "no /dev/fuse: %v", err)
 	}
-	bin, err := binary()
+	bin, err := testserver.CSIDriver()
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
 	}

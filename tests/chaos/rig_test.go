@@ -6,9 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,18 +24,6 @@ func TestMain(m *testing.M) {
 	testserver.Shutdown()
 	os.Exit(code)
 }
-
-// binary builds cmd/csi-driver once: the supervisor runs it as `mount`.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "basin-chaos-bin-")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "csi-driver")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/basin-csi/basin/cmd/csi-driver")
-	cmd.Stderr = os.Stderr
-	return out, cmd.Run()
-})
 
 // rig is one staged volume over a bucket of an owned MinIO, supervised by
 // a real Manager (real mount(2), real FUSE processes).
@@ -62,7 +48,7 @@ func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		testserver.Unavailable(t, "no /dev/fuse: %v", err)
 	}
-	bin, err := binary()
+	bin, err := testserver.CSIDriver()
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
 	}

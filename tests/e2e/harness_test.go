@@ -3,11 +3,9 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,18 +24,6 @@ func TestMain(m *testing.M) {
 	testserver.Shutdown()
 	os.Exit(code)
 }
-
-// binary builds cmd/csi-driver once: the node runs it as `mount`.
-var binary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "basin-e2e-bin-")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "csi-driver")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/basin-csi/basin/cmd/csi-driver")
-	cmd.Stderr = os.Stderr
-	return out, cmd.Run()
-})
 
 // plugin is a controller and a node plugin served on one unix socket, with
 // clients as kubelet and csi-provisioner use them.
@@ -60,7 +46,7 @@ func startPlugin(t *testing.T) *plugin {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		testserver.Unavailable(t, "no /dev/fuse: %v", err)
 	}
-	bin, err := binary()
+	bin, err := testserver.CSIDriver()
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
 	}
