@@ -18,6 +18,7 @@ type cacheBackend interface {
 	InodesOf(paths []string) ([]uint64, error)
 	PathOf(ino uint64) (string, bool)
 	KnownDir(key string) (isDir, known bool)
+	RenameInodes(src, dst string) error
 	OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error)
 	StagingDir() string
 	Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,6 +167,23 @@ func (c *fakeCache) KnownDir(key string) (bool, bool) {
 		return false, false
 	}
 	return slices.Contains(l.Prefixes, key+"/"), true
+}
+
+func (c *fakeCache) RenameInodes(src, dst string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	moved := map[string]uint64{}
+	for p, ino := range c.inodes {
+		switch {
+		case p == dst || strings.HasPrefix(p, dst+"/"):
+			delete(c.inodes, p)
+		case p == src || strings.HasPrefix(p, src+"/"):
+			moved[dst+p[len(src):]] = ino
+			delete(c.inodes, p)
+		}
+	}
+	maps.Copy(c.inodes, moved)
+	return nil
 }
 
 func (c *fakeCache) dataPath(info objstore.ObjectInfo) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -63,6 +64,10 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if errno == 0 {
 		d.forgetListing()
 		np.forgetListing()
+		// The moved nodes keep their numbers under the new names.
+		if err := f.cache.RenameInodes(src, dst); err != nil {
+			klog.ErrorS(err, "renaming inode numbers; a takeover may not resolve the moved files", "volume", f.cfg.VolumeID, "from", src, "to", dst)
+		}
 	}
 	return errno
 }

@@ -157,6 +157,27 @@ func TestWrite(t *testing.T) {
 				t.Errorf("read renamed over = %q", got)
 			}
 		})
+		t.Run("recreate after rename", func(t *testing.T) {
+			// The moved file keeps its inode; a new file under the old
+			// name must be another inode, not an alias of the moved one.
+			put(t, store, "re/a", []byte("first"))
+			var st1 syscall.Stat_t
+			must(t, "stat", func() (struct{}, error) { return struct{}{}, syscall.Stat(path(m, "re/a"), &st1) })
+			must(t, "rename", func() (struct{}, error) { return struct{}{}, os.Rename(path(m, "re/a"), path(m, "re/b")) })
+			writeFile(t, path(m, "re/a"), []byte("second"), os.O_CREATE|os.O_WRONLY|os.O_EXCL)
+			var sa, sb syscall.Stat_t
+			must(t, "stat a", func() (struct{}, error) { return struct{}{}, syscall.Stat(path(m, "re/a"), &sa) })
+			must(t, "stat b", func() (struct{}, error) { return struct{}{}, syscall.Stat(path(m, "re/b"), &sb) })
+			if sb.Ino != st1.Ino || sa.Ino == sb.Ino {
+				t.Errorf("inodes: a was %d; now a %d, b %d: want b to keep it and a to get another", st1.Ino, sa.Ino, sb.Ino)
+			}
+			for k, want := range map[string]string{"re/a": "second", "re/b": "first"} {
+				got := must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, k)) })
+				if string(got) != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+		})
 		t.Run("rename directory", func(t *testing.T) {
 			for _, k := range []string{"tree/a", "tree/sub/b", "tree/sub/deeper/c"} {
 				put(t, store, k, []byte(k))

@@ -1,0 +1,46 @@
+package cache
+
+import "testing"
+
+// TestRenameInodes: renamed paths keep their numbers under the new names
+// (also below a renamed directory), the old names get new numbers, a
+// replaced target's number resolves to nothing, and neighbours sharing a
+// name prefix are untouched.
+func TestRenameInodes(t *testing.T) {
+	c, _, _ := newFixture(t, testOpts())
+	ino := func(p string) uint64 {
+		t.Helper()
+		n, err := c.InodeOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, ax, neighbour, target := ino("a"), ino("a/x"), ino("a-b"), ino("b")
+	if err := c.RenameInodes("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ino("b"); got != a {
+		t.Errorf("b = %d, want a's %d", got, a)
+	}
+	if got := ino("b/x"); got != ax {
+		t.Errorf("b/x = %d, want a/x's %d", got, ax)
+	}
+	if p, ok := c.PathOf(a); !ok || p != "b" {
+		t.Errorf("PathOf(%d) = %q, %v; want b", a, p, ok)
+	}
+	if p, ok := c.PathOf(ax); !ok || p != "b/x" {
+		t.Errorf("PathOf(%d) = %q, %v; want b/x", ax, p, ok)
+	}
+	if p, ok := c.PathOf(target); ok {
+		t.Errorf("the replaced target's number still resolves to %q", p)
+	}
+	if got := ino("a-b"); got != neighbour {
+		t.Errorf("a-b changed: %d, was %d", got, neighbour)
+	}
+	for _, n := range []uint64{a, ax, neighbour, target} {
+		if got := ino("a"); got == n {
+			t.Errorf("a was created again with the old number %d", got)
+		}
+	}
+}
