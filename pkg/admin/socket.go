@@ -1,12 +1,12 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/basin-csi/basin/internal/unixsock"
 )
 
 // SocketName is the admin socket's name inside a volume's cache
@@ -27,20 +27,9 @@ func Listen(path string) (net.Listener, error) {
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("%w: socket path %s is longer than %d bytes", ErrInvalidArgument, path, maxSocketPath)
 	}
-	switch st, err := os.Lstat(path); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("admin: %w", err)
-	case st.Mode().Type() != fs.ModeSocket:
-		return nil, fmt.Errorf("admin: %s exists and is not a socket", path)
-	default:
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("admin: remove stale socket: %w", err)
-		}
-	}
-	lis, err := net.Listen("unix", path)
+	lis, err := unixsock.Listen(path)
 	if err != nil {
-		return nil, fmt.Errorf("admin: listen: %w", err)
+		return nil, fmt.Errorf("admin: %w", err)
 	}
 	// The cache directory is 0700 already; the socket is 0600 as well so
 	// that it stays private wherever it is moved or linked.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/unixsock"
 )
 
 // Service is one CSI service besides Identity: the controller or the
@@ -103,20 +104,9 @@ func Listen(endpoint string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("driver: socket directory: %w", err)
 	}
-	switch st, err := os.Lstat(path); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("driver: %w", err)
-	case st.Mode().Type() != fs.ModeSocket:
-		return nil, fmt.Errorf("driver: %s exists and is not a socket", path)
-	default:
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("driver: remove stale socket: %w", err)
-		}
-	}
-	lis, err := net.Listen("unix", path)
+	lis, err := unixsock.Listen(path)
 	if err != nil {
-		return nil, fmt.Errorf("driver: listen: %w", err)
+		return nil, fmt.Errorf("driver: %w", err)
 	}
 	return lis, nil
 }
