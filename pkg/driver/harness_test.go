@@ -32,17 +32,25 @@ type harness struct {
 // services) until the test ends.
 func startDriver(t *testing.T, cfg ControllerConfig, extra ...Service) *harness {
 	t.Helper()
+	ctrl, err := NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveDriver(t, Config{Version: "test", NodeID: "test-node"}, append([]Service{ctrl}, extra...)...)
+}
+
+// serveDriver serves a Driver of dcfg (its endpoint a fresh unix socket)
+// and services until the test ends.
+func serveDriver(t *testing.T, dcfg Config, services ...Service) *harness {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "basin-csi-") // short: sun_path has 108 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
-	ctrl, err := NewController(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(Config{Endpoint: endpoint, Version: "test", NodeID: "test-node"}, append([]Service{ctrl}, extra...)...)
+	dcfg.Endpoint = endpoint
+	d, err := New(dcfg, services...)
 	if err != nil {
 		t.Fatal(err)
 	}

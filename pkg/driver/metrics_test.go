@@ -1,16 +1,12 @@
 package driver
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // counterValue returns the value of the counter name with the given
@@ -47,38 +43,12 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 // TestCallMetrics counts CreateVolume outcomes by code through a served
 // controller: the provisioning counts and errors.
 func TestCallMetrics(t *testing.T) {
-	dir, err := os.MkdirTemp("", "basin-csi-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
 	ctrl, err := NewController(ControllerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	d, err := New(Config{Endpoint: endpoint, Version: "test", Metrics: reg}, ctrl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := Listen(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, lis) }()
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		cancel()
-		<-done
-	})
-	cc := csi.NewControllerClient(conn)
+	cc := serveDriver(t, Config{Version: "test", Metrics: reg}, ctrl).controller
 	bucket := t.TempDir()
 	req := &csi.CreateVolumeRequest{Name: "pvc-metrics", VolumeCapabilities: rwx(),
 		Parameters: map[string]string{"backend": "file", "bucket": bucket}}
