@@ -53,6 +53,7 @@ type adoption struct {
 }
 
 const (
+	fhBridge    = 1<<32 - 1 // the bridge's handle bits
 	fhWritable  = 1 << 32
 	fhEpochBits = 33
 )
@@ -88,7 +89,7 @@ func (s *sessionFS) mine(fh uint64) bool { return fh == 0 || fh&^(1<<fhEpochBits
 // re-opened on node (as directories if dir) with flags, read-only.
 func (s *sessionFS) handle(cancel <-chan struct{}, h *gofuse.InHeader, fh uint64, flags uint32, dir bool) (uint64, gofuse.Status) {
 	if s.mine(fh) {
-		return fh & (1<<32 - 1), gofuse.OK
+		return fh & fhBridge, gofuse.OK
 	}
 	s.mu.Lock()
 	a := s.adopted[fh]
@@ -115,6 +116,18 @@ func (s *sessionFS) handle(cancel <-chan struct{}, h *gofuse.InHeader, fh uint64
 	return a.fh, a.st
 }
 
+// keep maps a handle the bridge may use for attributes only: this
+// process's own to the bridge's number, an inherited one to 0 (the node's
+// attributes do). It reports whether the handle was kept.
+func (s *sessionFS) keep(fh *uint64) bool {
+	if s.mine(*fh) {
+		*fh &= fhBridge
+		return true
+	}
+	*fh = 0
+	return false
+}
+
 // lostWriter reports whether fh is an inherited handle that could write.
 func (s *sessionFS) lostWriter(fh uint64) bool { return !s.mine(fh) && fh&fhWritable != 0 }
 
@@ -122,7 +135,7 @@ func (s *sessionFS) lostWriter(fh uint64) bool { return !s.mine(fh) && fh&fhWrit
 // release (0: none, it was never used here).
 func (s *sessionFS) release(fh uint64) uint64 {
 	if s.mine(fh) {
-		return fh & (1<<32 - 1)
+		return fh & fhBridge
 	}
 	s.mu.Lock()
 	a := s.adopted[fh]

@@ -21,13 +21,8 @@ func (s *sessionFS) GetAttr(cancel <-chan struct{}, in *gofuse.GetAttrIn, out *g
 	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	if in.Flags_&gofuse.FUSE_GETATTR_FH != 0 {
-		if s.mine(in.Fh_) {
-			in.Fh_ &= 1<<32 - 1
-		} else {
-			in.Flags_ &^= gofuse.FUSE_GETATTR_FH // the node's attributes will do
-			in.Fh_ = 0
-		}
+	if in.Flags_&gofuse.FUSE_GETATTR_FH != 0 && !s.keep(&in.Fh_) {
+		in.Flags_ &^= gofuse.FUSE_GETATTR_FH
 	}
 	return s.RawFileSystem.GetAttr(cancel, in, out)
 }
@@ -40,11 +35,8 @@ func (s *sessionFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *g
 		if s.lostWriter(fh) {
 			return gofuse.EIO
 		}
-		if s.mine(fh) {
-			in.Fh &= 1<<32 - 1
-		} else {
+		if !s.keep(&in.Fh) {
 			in.Valid &^= gofuse.FATTR_FH
-			in.Fh = 0
 		}
 	}
 	return s.RawFileSystem.SetAttr(cancel, in, out)
@@ -269,7 +261,7 @@ func (s *sessionFS) writable(cancel <-chan struct{}, in *gofuse.WriteIn) gofuse.
 	if !s.mine(in.Fh) {
 		return gofuse.EIO
 	}
-	in.Fh &= 1<<32 - 1
+	in.Fh &= fhBridge
 	return gofuse.OK
 }
 
@@ -283,7 +275,7 @@ func (s *sessionFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRan
 	if !s.mine(in.FhOut) {
 		return 0, gofuse.EIO
 	}
-	in.FhOut &= 1<<32 - 1
+	in.FhOut &= fhBridge
 	fh, st := s.handle(cancel, &in.InHeader, in.FhIn, 0, false)
 	if !st.Ok() {
 		return 0, st
@@ -314,7 +306,7 @@ func (s *sessionFS) Flush(cancel <-chan struct{}, in *gofuse.FlushIn) gofuse.Sta
 	case !s.mine(in.Fh):
 		return gofuse.OK // a reader: nothing to flush
 	}
-	in.Fh &= 1<<32 - 1
+	in.Fh &= fhBridge
 	return s.RawFileSystem.Flush(cancel, in)
 }
 
@@ -328,7 +320,7 @@ func (s *sessionFS) Fsync(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Sta
 	case !s.mine(in.Fh):
 		return gofuse.OK
 	}
-	in.Fh &= 1<<32 - 1
+	in.Fh &= fhBridge
 	return s.RawFileSystem.Fsync(cancel, in)
 }
 
@@ -339,7 +331,7 @@ func (s *sessionFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) go
 	if !s.mine(in.Fh) {
 		return gofuse.EIO
 	}
-	in.Fh &= 1<<32 - 1
+	in.Fh &= fhBridge
 	return s.RawFileSystem.Fallocate(cancel, in)
 }
 
@@ -400,7 +392,7 @@ func (s *sessionFS) FsyncDir(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.
 	if !s.mine(in.Fh) {
 		return gofuse.OK // directory changes are in the bucket already
 	}
-	in.Fh &= 1<<32 - 1
+	in.Fh &= fhBridge
 	return s.RawFileSystem.FsyncDir(cancel, in)
 }
 
@@ -415,13 +407,8 @@ func (s *sessionFS) Statx(cancel <-chan struct{}, in *gofuse.StatxIn, out *gofus
 	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	if in.GetattrFlags&gofuse.FUSE_GETATTR_FH != 0 {
-		if s.mine(in.Fh) {
-			in.Fh &= 1<<32 - 1
-		} else {
-			in.GetattrFlags &^= gofuse.FUSE_GETATTR_FH
-			in.Fh = 0
-		}
+	if in.GetattrFlags&gofuse.FUSE_GETATTR_FH != 0 && !s.keep(&in.Fh) {
+		in.GetattrFlags &^= gofuse.FUSE_GETATTR_FH
 	}
 	return s.RawFileSystem.Statx(cancel, in, out)
 }
