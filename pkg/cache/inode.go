@@ -78,31 +78,46 @@ func (c *Cache) InodesOf(paths []string) ([]uint64, error) {
 		return inos, err
 	}
 
+	pending, err := c.assignInodes(paths, inos)
+	if err != nil {
+		return nil, err
+	}
+	if !pending {
+		return inos, nil
+	}
+	// Commit before the numbers reach the kernel: a successor process
+	// (takeover) must resolve every number the kernel holds. Concurrent
+	// callers share commits (each writes all pending pairs, also those of
+	// another caller's commit still in flight).
+	if err := c.commitInodes(); err != nil {
+		kick(c.inodeKick) // the background loop retries
+		return nil, fmt.Errorf("cache: commit inode numbers: %w", err)
+	}
+	return inos, nil
+}
+
+// assignInodes fills the zero entries of inos from the pending pairs, the
+// index and, for paths without one, new numbers. It reports whether any
+// entry is a pending (not yet committed) pair.
+func (c *Cache) assignInodes(paths []string, inos []uint64) (pending bool, err error) {
 	t := &c.inodes
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, p := range paths {
 		if inos[i] == 0 {
 			inos[i] = t.pending[p]
+			pending = pending || inos[i] != 0
 		}
 	}
 	// Under t.mu a pair is either pending or committed: look again.
-	if _, err := c.lookupInodes(paths, inos); err != nil {
-		return nil, err
+	need, err := c.lookupInodes(paths, inos)
+	if err != nil || need == 0 {
+		return pending, err
 	}
-	need := uint64(0)
-	for _, ino := range inos {
-		if ino == 0 {
-			need++
-		}
-	}
-	if need == 0 {
-		return inos, nil
-	}
-	if t.next+need > t.reserved {
-		limit := max(t.next+need, t.reserved) + inodeReserve
+	if t.next+uint64(need) > t.reserved {
+		limit := max(t.next+uint64(need), t.reserved) + inodeReserve
 		if err := c.ix.update(func(tx *bolt.Tx) error { return putMetaU64(tx, metaNextIno, limit) }); err != nil {
-			return nil, fmt.Errorf("cache: reserve inode numbers: %w", err)
+			return false, fmt.Errorf("cache: reserve inode numbers: %w", err)
 		}
 		t.reserved = limit
 	}
@@ -118,17 +133,7 @@ func (c *Cache) InodesOf(paths []string) ([]uint64, error) {
 		t.pending[p], t.pendingIno[t.next] = t.next, p
 		t.next++
 	}
-	t.mu.Unlock()
-	// Commit before the numbers reach the kernel: a successor process
-	// (takeover) must resolve every number the kernel holds. Concurrent
-	// callers share commits (each writes all pending pairs).
-	err = c.commitInodes()
-	t.mu.Lock()
-	if err != nil {
-		kick(c.inodeKick) // the background loop retries
-		return nil, fmt.Errorf("cache: commit inode numbers: %w", err)
-	}
-	return inos, nil
+	return true, nil
 }
 
 // lookupInodes fills the zero entries of inos from the index and returns
