@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"mount":      {summary: "mount a bucket with a local cache (FUSE); see mount --help", run: runMount},
 		"controller": {summary: "serve the CSI controller (CreateVolume, DeleteVolume); see controller --help", run: runController},
 		"node":       {summary: "serve the CSI node plugin (stage, publish, heal FUSE mounts); see node --help", run: runNode},
+		"fdholder":   {summary: "hold the node's FUSE connections across node plugin restarts; see fdholder --help", run: runFDHolder},
 		"cache":      {summary: "inspect volume caches on this node: stats, ls, verify, gc; see cache --help", run: runCache},
 		"demo":       {summary: "generate a local-directory bucket, mount it with a cache, read it cold then warm", run: runDemo},
 		"warmup":     {summary: "read paths of a mounted volume so the node's cache holds them; see warmup --help", run: runWarmup},

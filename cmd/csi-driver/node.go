@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver"
+	"github.com/basin-csi/basin/pkg/fdholder"
 )
 
 // nodeConfig is everything `csi-driver node` needs, built from its flags
@@ -19,6 +20,7 @@ type nodeConfig struct {
 	Driver         driver.Config
 	Node           driver.NodeConfig
 	MetricsAddress string // metrics.go
+	HolderSocket   string // fdholder.go; "" for none
 }
 
 // nodeFlagSet declares the flags of `csi-driver node` into c.
@@ -31,6 +33,7 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Node.CacheRoot, "cache-root", driver.DefaultCacheRoot, "`directory` holding one cache directory per volume (kept across unstage and restarts)")
 	fs.StringVar(&c.Node.StateFile, "state-file", driver.DefaultStateFile, "`file` recording staged volumes and published targets (survives restarts)")
 	fs.StringVar(&c.Node.MountBinary, "mount-binary", "", "csi-driver `executable` run as the per-volume FUSE process (default: this executable)")
+	fs.StringVar(&c.HolderSocket, "fdholder-socket", "", "unix `socket` of `csi-driver fdholder`, which keeps the FUSE connections across restarts of this plugin\n(empty: none, a restart remounts and open files break)")
 	metricsAddressFlag(fs, &c.MetricsAddress)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
@@ -63,6 +66,9 @@ func parseNodeArgs(args []string, out io.Writer) (nodeConfig, error) {
 		c.Node.MountBinary = exe
 	}
 	c.Node.NodeID = c.Driver.NodeID
+	if c.HolderSocket != "" {
+		c.Node.Supervisor.Holder = fdholder.NewClient(c.HolderSocket)
+	}
 	c.Driver.Version = version
 	return c, nil
 }

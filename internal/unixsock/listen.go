@@ -9,10 +9,15 @@ import (
 	"os"
 )
 
-// Listen binds the unix socket at path, replacing a stale socket left by a
-// process that is gone (the caller makes sure no live one serves it). It
-// refuses to replace anything that is not a socket.
+// Listen binds the unix stream socket at path, replacing a stale socket
+// left by a process that is gone (the caller makes sure no live one serves
+// it). It refuses to replace anything that is not a socket.
 func Listen(path string) (net.Listener, error) {
+	return ListenNetwork("unix", path)
+}
+
+// ListenNetwork is Listen for another unix network ("unixpacket").
+func ListenNetwork(network, path string) (net.Listener, error) {
 	switch st, err := os.Lstat(path); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -24,5 +29,5 @@ func Listen(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	return net.Listen("unix", path)
+	return net.Listen(network, path)
 }

@@ -25,6 +25,10 @@ func (n *Node) reconcile(ctx context.Context) {
 		if n.gone(ctx, v.StagingPath) {
 			klog.InfoS("dropping a volume whose staging path is gone", "volume", v.ID, "staging", v.StagingPath)
 			n.forget(v.ID)
+			// Nothing to unmount; a connection still held for it is released.
+			if err := n.mounter.Unstage(ctx, v.ID, ""); err != nil {
+				klog.ErrorS(err, "releasing a forgotten volume", "volume", v.ID)
+			}
 			continue
 		}
 		for target := range v.Targets {
@@ -56,11 +60,16 @@ func (n *Node) restage(ctx context.Context, v nodestate.Volume) error {
 	return n.mounter.Stage(ctx, n.mountRequest(v.ID, v.StagingPath, attrs, ro, creds))
 }
 
-// gone reports whether path no longer exists. A path on a hung mount that
-// does not answer within the operation timeout is not gone.
+// gone reports whether path no longer exists. A mount point is not gone,
+// and is not asked: its FUSE process may be dead, waiting to be taken
+// over. A path on a hung mount that does not answer within the operation
+// timeout is not gone.
 func (n *Node) gone(ctx context.Context, path string) bool {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.OpTimeout)
 	defer cancel()
+	if _, err := n.kernel.MountDev(ctx, path); err == nil {
+		return false
+	}
 	done := make(chan error, 1)
 	go func() { _, err := os.Lstat(path); done <- err }() // may block on a hung FUSE mount
 	select {

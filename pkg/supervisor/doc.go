@@ -18,6 +18,9 @@
 //   - logs.go: the child's stderr prefixed with the volume ID into klog
 //     and a ring buffer of its last lines for error messages.
 //   - reap.go: finding FUSE processes left by an earlier node plugin.
+//   - holder.go: handing every connection's descriptor to the descriptor
+//     holder (pkg/fdholder) and taking held connections over when a
+//     restarted node plugin stages its volumes again.
 //
 // Healing. The Manager holds the /dev/fuse fd of every mount. When the
 // child exits or the mount stops answering, it first takes the connection
@@ -28,5 +31,7 @@
 // the fd (aborting the dead connection), lazily unmounts the staging path,
 // mounts it again with a new fd, starts a new child and re-binds every
 // published target (Config.Binds); pods see that new mount only with
-// mountPropagation: HostToContainer. See docs/architecture.md.
+// mountPropagation: HostToContainer. With a Holder, a node plugin restart
+// is a takeover too: Stage resumes the connection the holder kept instead
+// of mounting again. See docs/architecture.md.
 package supervisor

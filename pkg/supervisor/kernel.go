@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,6 +32,10 @@ type Kernel interface {
 	Bind(ctx context.Context, source, target string, readOnly bool) error
 	// Statfs reports the file system of path.
 	Statfs(ctx context.Context, path string) (unix.Statfs_t, error)
+	// MountDev returns the device number of the mount on target (its
+	// FUSE connection), read from the mount table without asking the
+	// file system; ErrNotMounted when target is no mount point.
+	MountDev(ctx context.Context, target string) (uint64, error)
 }
 
 // FUSE mount parameters (see the kernel's Documentation/filesystems/fuse).
@@ -162,4 +167,25 @@ func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, e
 		return unix.Statfs_t{}, err
 	}
 	return st, nil
+}
+
+// MountDev implements Kernel: the last mount on target in
+// /proc/self/mountinfo.
+func (k *LinuxKernel) MountDev(_ context.Context, target string) (uint64, error) {
+	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	if err != nil {
+		return 0, fmt.Errorf("supervisor: read the mount table: %w", err)
+	}
+	target = filepath.Clean(target)
+	var dev uint64
+	found := false
+	for _, mi := range infos {
+		if mi.MountPoint == target {
+			dev, found = unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)), true
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("%w: %s", ErrNotMounted, target)
+	}
+	return dev, nil
 }

@@ -107,6 +107,9 @@ type Config struct {
 	LogLines int
 	// MaxHealBackoff caps the wait between failed heals (default 30s).
 	MaxHealBackoff time.Duration
+	// Holder keeps the mounts' descriptors across node plugin restarts;
+	// nil: a restarted node plugin remounts (see holder.go).
+	Holder Holder
 }
 
 func (c Config) withDefaults() Config {
@@ -152,6 +155,8 @@ type Manager struct {
 	opLocks keyedMutex // serialises Stage/Unstage of one volume
 
 	heals atomic.Int64 // heals of all volumes
+
+	holdDone chan struct{} // closed when holdLoop returned (at once without a Holder)
 }
 
 // NewManager validates cfg and returns a Manager.
@@ -164,7 +169,14 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, errors.New("supervisor: no credentials directory configured")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{cfg: cfg, ctx: ctx, cancel: cancel, vols: map[string]*volume{}, opLocks: keyedMutex{m: map[string]*sync.Mutex{}}}, nil
+	m := &Manager{cfg: cfg, ctx: ctx, cancel: cancel, vols: map[string]*volume{}, opLocks: keyedMutex{m: map[string]*sync.Mutex{}},
+		holdDone: make(chan struct{})}
+	if cfg.Holder != nil {
+		go m.holdLoop()
+	} else {
+		close(m.holdDone)
+	}
+	return m, nil
 }
 
 // Stage mounts req's staging path, starts its FUSE process, waits (bounded
@@ -202,7 +214,8 @@ func (m *Manager) Stage(ctx context.Context, req Request) error {
 // Unstage stops supervising a volume, unmounts its staging path and stops
 // its FUSE process. A volume the Manager does not know is unmounted all
 // the same when stagingPath is given (a node plugin restarted and could
-// not take it back). The cache directory stays.
+// not take it back), and the Holder releases its connection. The cache
+// directory stays.
 func (m *Manager) Unstage(ctx context.Context, volumeID, stagingPath string) error {
 	unlock := m.opLocks.lock(volumeID)
 	defer unlock()
@@ -210,10 +223,13 @@ func (m *Manager) Unstage(ctx context.Context, volumeID, stagingPath string) err
 	v := m.vols[volumeID]
 	m.mu.Unlock()
 	if v == nil {
-		if stagingPath == "" {
-			return nil
+		if stagingPath != "" {
+			if err := m.cfg.Kernel.Unmount(ctx, stagingPath); err != nil {
+				return err
+			}
 		}
-		return m.cfg.Kernel.Unmount(ctx, stagingPath)
+		m.drop(volumeID)
+		return nil
 	}
 	v.stopOnce.Do(func() { close(v.stop) })
 	select {
@@ -242,9 +258,10 @@ func (m *Manager) Check(_ context.Context, volumeID string) (Status, error) {
 }
 
 // Close stops watching all volumes and releases the Manager's descriptors.
-// FUSE processes keep running and mounts stay: a node plugin that
-// restarts takes its volumes back with Stage (and stops the processes
-// left running). Tests that need everything gone Unstage each volume.
+// FUSE processes keep running, mounts stay and so do the Holder's
+// descriptors: a node plugin that restarts takes its volumes back with
+// Stage (stopping the processes left running, and taking the held
+// connections over). Tests that need everything gone Unstage each volume.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
@@ -255,6 +272,7 @@ func (m *Manager) Close() {
 	m.vols = map[string]*volume{}
 	m.mu.Unlock()
 	m.cancel()
+	<-m.holdDone
 	for _, v := range vols {
 		v.stopOnce.Do(func() { close(v.stop) })
 		<-v.done

@@ -26,10 +26,12 @@ type fixture struct {
 	binds []supervisor.Bind
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts a Manager on fakes; opts may change its Config (a
+// Kernel set there must be a *supervisortest.Kernel).
+func newFixture(t *testing.T, opts ...func(*supervisor.Config)) *fixture {
 	t.Helper()
 	f := &fixture{runner: &supervisortest.Runner{}, kernel: supervisortest.NewKernel()}
-	m, err := supervisor.NewManager(supervisor.Config{
+	cfg := supervisor.Config{
 		Binary: "/bin/csi-driver", Runner: f.runner, Kernel: f.kernel,
 		CredentialsDir: filepath.Join(t.TempDir(), "credentials"), Env: []string{"PATH=/bin"},
 		Binds: func(string) []supervisor.Bind {
@@ -39,7 +41,12 @@ func newFixture(t *testing.T) *fixture {
 		},
 		ReadyTimeout: 2 * time.Second, CheckInterval: 20 * time.Millisecond, CheckTimeout: 50 * time.Millisecond,
 		StopTimeout: time.Second, MaxHealBackoff: 50 * time.Millisecond,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.kernel = cfg.Kernel.(*supervisortest.Kernel)
+	m, err := supervisor.NewManager(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,14 @@ type volume struct {
 	stopOnce sync.Once
 	done     chan struct{} // closed when the watchdog returned
 
+	// holdMu orders handing fd to the Holder and releasing it there: a
+	// resync never hands over a descriptor a heal released.
+	holdMu sync.Mutex
+
 	mu      sync.Mutex // guards the fields below
 	fd      *os.File   // the Manager's descriptor of the mount; nil while healing
 	session string     // names the kernel connection of fd (--session)
+	dev     uint64     // the mount's device number (Kernel.MountDev)
 	child   *child     // the serving process; nil while healing or after a failed heal
 	healing bool
 	broken  string // why the volume is unhealthy; "" when healthy
@@ -98,17 +103,22 @@ func (c *child) kill() {
 }
 
 // start mounts v's staging path with a new descriptor, starts a FUSE
-// process on it, waits until it answers and re-binds the published
-// targets. reap stops processes an earlier node plugin left (first start
-// only). On error nothing is left mounted or running.
-func (m *Manager) start(ctx context.Context, v *volume, reap bool) (err error) {
+// process on it, waits until it answers, re-binds the published targets
+// and hands the descriptor to the Holder. first is the volume's first
+// start (Stage): processes an earlier node plugin left are stopped, and
+// a connection the Holder kept is taken over rather than mounted again.
+// On error nothing is left mounted or running.
+func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
 	req := v.req
-	if reap && m.cfg.Reaper != nil {
+	if first && m.cfg.Reaper != nil {
 		if err := m.cfg.Reaper(ctx, req.VolumeID, req.CacheDir); err != nil {
 			return err
 		}
+	}
+	if first && m.adopt(ctx, v) {
+		return nil
 	}
 	if err := m.cfg.Kernel.Unmount(ctx, req.StagingPath); err != nil {
 		return err
@@ -128,11 +138,19 @@ func (m *Manager) start(ctx context.Context, v *volume, reap bool) (err error) {
 			klog.ErrorS(uerr, "cleaning up a failed start", "volume", req.VolumeID)
 		}
 	}()
+	dev, err := m.cfg.Kernel.MountDev(ctx, req.StagingPath)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.dev = dev
+	v.mu.Unlock()
 	session := newSessionID()
 	if err := m.serve(ctx, v, fd, session, false); err != nil {
 		return err
 	}
 	m.rebind(ctx, v)
+	m.hold(v)
 	return nil
 }
 
@@ -216,6 +234,7 @@ func (m *Manager) teardown(ctx context.Context, v *volume) error {
 	fd, c := v.fd, v.child
 	v.fd, v.child = nil, nil
 	v.mu.Unlock()
+	m.release(v)
 	if fd != nil {
 		fd.Close()
 	}

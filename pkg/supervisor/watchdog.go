@@ -121,6 +121,7 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 	}
 	if !resumable || err != nil {
 		how = "remount"
+		m.release(v) // the holder's copy must go too, or the connection lives on
 		if fd != nil {
 			fd.Close() // the last holder: the kernel aborts the dead connection
 		}

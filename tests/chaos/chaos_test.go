@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/basin-csi/basin/pkg/cache"
-	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 // chaosEnv enables TestChaos (make chaos): it runs for about a minute.
@@ -50,7 +46,6 @@ func TestChaos(t *testing.T) {
 	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Threads: 8})
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	type killAt struct{ at, healed time.Time }
 	var done []killAt
 	time.Sleep(300 * time.Millisecond) // readers under way, the cache still cold
 	for range kills {
@@ -72,24 +67,7 @@ func TestChaos(t *testing.T) {
 	time.Sleep(time.Second) // readers go on after the last heal
 	rep := rd.report(t)
 
-	// A kill's pause: the longest a read that overlapped it (in flight at
-	// the kill, or started before the heal was seen) waited beyond the kill.
-	pauses := make([]time.Duration, 0, len(done))
-	for _, k := range done {
-		var p time.Duration
-		for _, op := range rep.Ops {
-			start, end := time.Unix(0, op.Start), time.Unix(0, op.End)
-			if end.Before(k.at) || start.After(k.healed) {
-				continue
-			}
-			from := k.at
-			if start.After(from) {
-				from = start
-			}
-			p = max(p, end.Sub(from))
-		}
-		pauses = append(pauses, p)
-	}
+	pauses := pausesOf(rep, done)
 	// For comparison: the slowest read that overlapped no kill at all.
 	var calm time.Duration
 	for _, op := range rep.Ops {
@@ -138,25 +116,9 @@ func TestChaos(t *testing.T) {
 	if err := r.m.Unstage(ctx, r.req.VolumeID, r.staging); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.Open(ctx, r.cache, objstoretest.NewFake(), cache.Options{VolumeID: "chaos", Origin: "s3://" + r.bucket + "/ @" + r.srv.Endpoint})
-	if err == nil {
-		var rep cache.Report
-		rep, err = c.Verify(ctx)
-		if err != nil {
-			err = fmt.Errorf("%w: %v", err, rep.Problems)
-		}
-		c.Close()
-	}
-	if err != nil {
-		t.Errorf("cache after the chaos: %v", err)
-	}
+	verifyCache(t, r.cache, r.req.VolumeID, r.bucket)
 
 	t.Logf("reads=%d bytes=%d", len(rep.Ops), rep.Bytes)
-	summary := fmt.Sprintf("errors=%d kills=%d max_pause_ms=%d p50_pause_ms=%d",
-		len(rep.Errors), len(done), maxPause.Milliseconds(), p50.Milliseconds())
-	if path := os.Getenv("BASIN_CHAOS_SUMMARY"); path != "" {
-		_ = os.MkdirAll(filepath.Dir(path), 0o755)
-		_ = os.WriteFile(path, []byte(summary+"\n"), 0o644)
-	}
-	t.Log(summary)
+	writeSummary(t, "BASIN_CHAOS_SUMMARY", fmt.Sprintf("errors=%d kills=%d max_pause_ms=%d p50_pause_ms=%d",
+		len(rep.Errors), len(done), maxPause.Milliseconds(), p50.Milliseconds()))
 }

@@ -25,22 +25,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// rig is one staged volume over a bucket of an owned MinIO, supervised by
-// a real Manager (real mount(2), real FUSE processes).
-type rig struct {
-	srv     *testserver.Server
-	bucket  string
-	dir     string
-	staging string
-	cache   string
-	m       *supervisor.Manager
-	req     supervisor.Request
-	files   map[string][]byte // key → content
+// bucket is a bucket of an owned MinIO holding a set of files.
+type bucket struct {
+	srv   *testserver.Server
+	name  string
+	creds objstore.Credentials
+	files map[string][]byte // key → content
 }
 
-// newRig uploads files and stages them. cacheSize bounds the volume's
-// cache (Kubernetes quantity) so that reads keep reaching the bucket.
-func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
+// newBucket starts a MinIO of the test's own and uploads files to a new
+// bucket.
+func newBucket(t *testing.T, files map[string][]byte) bucket {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testserver.Unavailable(t, "chaos tests mount FUSE and need root")
@@ -48,36 +43,54 @@ func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		testserver.Unavailable(t, "no /dev/fuse: %v", err)
 	}
-	bin, err := testserver.CSIDriver()
-	if err != nil {
-		t.Fatalf("build csi-driver: %v", err)
-	}
-	r := &rig{srv: testserver.NewMinIO(t), files: files}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	r.bucket = "basin-chaos-" + hex.EncodeToString(b[:])
-	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: r.srv.Endpoint, Region: r.srv.Region, PathStyle: true, PartSize: 5 << 20}
-	creds := objstore.Credentials{AccessKeyID: r.srv.AccessKey, SecretAccessKey: r.srv.SecretKey}
-	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
+	b := bucket{srv: testserver.NewMinIO(t), files: files}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	b.name = "basin-chaos-" + hex.EncodeToString(rnd[:])
+	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: b.srv.Endpoint, Region: b.srv.Region, PathStyle: true, PartSize: 5 << 20}
+	b.creds = objstore.Credentials{AccessKeyID: b.srv.AccessKey, SecretAccessKey: b.srv.SecretKey}
+	admin, err := s3store.NewAdmin(t.Context(), cfg, b.creds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.CreateBucket(t.Context(), r.bucket); err != nil {
+	if err := admin.CreateBucket(t.Context(), b.name); err != nil {
 		t.Fatal(err)
 	}
 	admin.Close()
-	cfg.Bucket = r.bucket
-	store, err := s3store.New(t.Context(), cfg, creds)
+	cfg.Bucket = b.name
+	store, err := s3store.New(t.Context(), cfg, b.creds)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer store.Close()
 	for k, v := range files {
 		if _, err := store.Put(t.Context(), k, bytes.NewReader(v), objstore.PutOptions{Size: int64(len(v))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	store.Close()
+	return b
+}
 
+// rig is one staged volume over a bucket of an owned MinIO, supervised by
+// a real Manager (real mount(2), real FUSE processes).
+type rig struct {
+	bucket
+	dir     string
+	staging string
+	cache   string
+	m       *supervisor.Manager
+	req     supervisor.Request
+}
+
+// newRig uploads files and stages them. cacheSize bounds the volume's
+// cache (Kubernetes quantity) so that reads keep reaching the bucket.
+func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
+	t.Helper()
+	r := &rig{bucket: newBucket(t, files)}
+	bin, err := testserver.CSIDriver()
+	if err != nil {
+		t.Fatalf("build csi-driver: %v", err)
+	}
 	r.dir, err = os.MkdirTemp("", "basin-chaos-")
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +111,11 @@ func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	}
 	r.req = supervisor.Request{
 		VolumeID: "chaos", StagingPath: r.staging, CacheDir: r.cache,
-		Source: "s3://" + r.bucket,
+		Source: "s3://" + r.name,
 		Flags: []string{"--endpoint", r.srv.Endpoint, "--region", r.srv.Region, "--path-style",
 			"--cache-size", cacheSize, "--read-only", "--metadata-ttl", "1h"},
 		ReadOnly:    true,
-		Credentials: creds,
+		Credentials: r.creds,
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

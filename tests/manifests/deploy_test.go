@@ -113,9 +113,9 @@ func TestKustomizeBuild(t *testing.T) {
 	for _, d := range docs {
 		kinds[fmt.Sprintf("%T", d.obj)]++
 	}
-	for _, want := range []string{"*v1.CSIDriver", "*v1.Deployment", "*v1.DaemonSet", "*v1.ClusterRole"} {
-		if kinds[want] != 1 {
-			t.Errorf("rendered %d objects of type %s, want 1 (all: %v)", kinds[want], want, kinds)
+	for want, n := range map[string]int{"*v1.CSIDriver": 1, "*v1.Deployment": 1, "*v1.DaemonSet": 2, "*v1.ClusterRole": 1} {
+		if kinds[want] != n {
+			t.Errorf("rendered %d objects of type %s, want %d (all: %v)", kinds[want], want, n, kinds)
 		}
 	}
 }
@@ -148,17 +148,76 @@ func TestCSIDriver(t *testing.T) {
 	}
 }
 
-// TestNodePlugin checks what the node plugin cannot work without.
-func TestNodePlugin(t *testing.T) {
-	var ds *appsv1.DaemonSet
+// daemonSet returns the DaemonSet of that name in deployDir.
+func daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
+	t.Helper()
 	for _, d := range under(loadManifests(t), filepath.FromSlash(deployDir)) {
-		if o, ok := d.obj.(*appsv1.DaemonSet); ok {
-			ds = o
+		if o, ok := d.obj.(*appsv1.DaemonSet); ok && o.Name == name {
+			return o
 		}
 	}
-	if ds == nil {
-		t.Fatal("no DaemonSet in " + deployDir)
+	t.Fatalf("no DaemonSet %s in %s", name, deployDir)
+	return nil
+}
+
+// hostPathOf maps a path inside container c of spec to the host path it
+// shows, through c's hostPath volume mounts ("" if none covers it).
+func hostPathOf(spec corev1.PodSpec, c corev1.Container, p string) string {
+	vols := map[string]string{}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			vols[v.Name] = v.HostPath.Path
+		}
 	}
+	best, host := "", ""
+	for _, m := range c.VolumeMounts {
+		rest, ok := strings.CutPrefix(p, m.MountPath)
+		if ok && vols[m.Name] != "" && (rest == "" || rest[0] == '/') && len(m.MountPath) > len(best) {
+			best, host = m.MountPath, path.Join(vols[m.Name], rest)
+		}
+	}
+	return host
+}
+
+// flagValue returns the value of --name=value in args.
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestFDHolder checks that the node plugin and the descriptor holder meet
+// at the same socket on the host, and that applying a new release never
+// restarts the holder (with the node plugin, it would lose the
+// connections).
+func TestFDHolder(t *testing.T) {
+	holder, node := daemonSet(t, "basin-fdholder"), daemonSet(t, "basin-node")
+	if holder.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		t.Errorf("basin-fdholder updateStrategy %q, want OnDelete", holder.Spec.UpdateStrategy.Type)
+	}
+	hc := holder.Spec.Template.Spec.Containers
+	if len(hc) != 1 || len(hc[0].Args) == 0 || hc[0].Args[0] != "fdholder" {
+		t.Fatalf("basin-fdholder does not run `csi-driver fdholder`: %+v", hc)
+	}
+	hostHolder := hostPathOf(holder.Spec.Template.Spec, hc[0], flagValue(hc[0].Args, "socket"))
+	var plugin corev1.Container
+	for _, c := range node.Spec.Template.Spec.Containers {
+		if c.Name == "csi-driver" {
+			plugin = c
+		}
+	}
+	hostNode := hostPathOf(node.Spec.Template.Spec, plugin, flagValue(plugin.Args, "fdholder-socket"))
+	if hostHolder == "" || hostHolder != hostNode {
+		t.Errorf("holder socket on the host %q, node plugin's %q: they must meet", hostHolder, hostNode)
+	}
+}
+
+// TestNodePlugin checks what the node plugin cannot work without.
+func TestNodePlugin(t *testing.T) {
+	ds := daemonSet(t, "basin-node")
 	spec := ds.Spec.Template.Spec
 	if spec.HostNetwork {
 		t.Error("hostNetwork must be false")

@@ -25,6 +25,7 @@ const (
 type Mount struct {
 	Source   string // "fuse" for FUSE mounts, the bind source otherwise
 	ReadOnly bool
+	Dev      uint64 // device number: one per FUSE mount made
 }
 
 // Kernel is a fake supervisor.Kernel: mounts are entries in a table.
@@ -62,9 +63,9 @@ func (k *Kernel) MountFUSE(_ context.Context, target, _ string, readOnly bool) (
 		return nil, err
 	}
 	k.files = append(k.files, f)
-	k.mounts[target] = Mount{Source: "fuse", ReadOnly: readOnly}
-	k.health[target] = Healthy
 	k.fuse++
+	k.mounts[target] = Mount{Source: "fuse", ReadOnly: readOnly, Dev: uint64(k.fuse)}
+	k.health[target] = Healthy
 	return f, nil
 }
 
@@ -99,10 +100,11 @@ func (k *Kernel) Check(ctx context.Context, target string) error {
 func (k *Kernel) Bind(_ context.Context, source, target string, readOnly bool) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, ok := k.mounts[source]; !ok {
+	src, ok := k.mounts[source]
+	if !ok {
 		return fmt.Errorf("supervisortest: bind source %s not mounted", source)
 	}
-	k.mounts[target] = Mount{Source: source, ReadOnly: readOnly}
+	k.mounts[target] = Mount{Source: source, ReadOnly: readOnly, Dev: src.Dev}
 	k.health[target] = Healthy
 	k.binds++
 	return nil
@@ -119,6 +121,17 @@ func (k *Kernel) Statfs(_ context.Context, path string) (unix.Statfs_t, error) {
 		return unix.Statfs_t{}, fmt.Errorf("%w: %s", supervisor.ErrBroken, path)
 	}
 	return k.statfs, nil
+}
+
+// MountDev implements supervisor.Kernel.
+func (k *Kernel) MountDev(_ context.Context, target string) (uint64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m, ok := k.mounts[target]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", supervisor.ErrNotMounted, target)
+	}
+	return m.Dev, nil
 }
 
 // SetHealth sets what Check on target answers.
