@@ -101,7 +101,7 @@ func TestRestartTakesTheHeldConnectionOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, _ := h.entry(req.VolumeID)
-	first.m.Close() // the node plugin's container stops...
+	first.m.Close()                                // the node plugin's container stops...
 	first.runner.Last().Exit(errors.New("killed")) // ...and its FUSE process with it
 
 	second := newFixture(t, withHolder(h, k))
