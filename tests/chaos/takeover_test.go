@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,4 +65,57 @@ func TestTakeoverCompletesInFlightRead(t *testing.T) {
 		t.Errorf("staging device %d → %d: the mount was replaced, not taken over", before.Dev, after.Dev)
 	}
 	t.Logf("heal: %s after %v", ev.Method, ev.Pause)
+}
+
+// TestHungProcessIsReplaced freezes the FUSE process (SIGSTOP) while a
+// read waits in it: the watchdog's statfs does not come back within the
+// check timeout, so the stuck process is killed and a successor takes the
+// connection over; the kernel resends the read, which completes with the
+// right bytes. The mount is never replaced.
+func TestHungProcessIsReplaced(t *testing.T) {
+	files := randomFiles("data/", 2, 3<<20)
+	r := newRig(t, files, "1Gi")
+	var key string
+	for k := range files {
+		key = k
+		break
+	}
+	var before syscall.Stat_t
+	if err := syscall.Stat(r.staging, &before); err != nil {
+		t.Fatal(err)
+	}
+	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Once: key})
+	if got := rd.line(t); got != "open" {
+		t.Fatalf("reader: %q", got)
+	}
+	old := r.pid(t)
+	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(old, syscall.SIGCONT) // if the watchdog never killed it
+	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	ev := r.waitServing(t, old)
+	if ev.Method != "takeover" || ev.Err != "" || !strings.Contains(ev.Cause, "mount check failed") {
+		t.Fatalf("heal %+v, want a takeover after a failed check", ev)
+	}
+	got := make(chan string, 1)
+	go func() { got <- rd.line(t) }()
+	select {
+	case line := <-got:
+		if want := "ok " + sums(files)[key]; line != want {
+			t.Fatalf("read across the hang: %q, want %q", line, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the read that waited in the hung process never completed")
+	}
+	var after syscall.Stat_t
+	if err := syscall.Stat(r.staging, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Dev != before.Dev {
+		t.Errorf("staging device %d → %d: the mount was replaced, not taken over", before.Dev, after.Dev)
+	}
+	t.Logf("heal: %s after %v (%s)", ev.Method, ev.Pause, ev.Cause)
 }
