@@ -41,7 +41,7 @@ chaos:
 	@rm -f _output/chaos-summary.txt _output/chaos-node-summary.txt
 	BASIN_CHAOS=20 BASIN_CHAOS_SUMMARY=$(CURDIR)/_output/chaos-summary.txt \
 		BASIN_CHAOS_NODE_SUMMARY=$(CURDIR)/_output/chaos-node-summary.txt \
-		$(GO) test -count=1 -timeout 15m -run 'TestChaos$$|TestChaosNodePlugin|TestTakeover' -v ./tests/chaos/ 2>&1 | grep -v '^[IWE][0-9]' ; \
+		$(GO) test -count=1 -timeout 15m -run 'TestChaos$$|TestChaosNodePlugin|TestTakeover|TestHung' -v ./tests/chaos/ 2>&1 | grep -v '^[IWE][0-9]' ; \
 		status=$${PIPESTATUS[0]}; \
 		cat _output/chaos-node-summary.txt 2>/dev/null || echo "node plugin restarts: errors=? (no summary: the test did not finish)"; \
 		cat _output/chaos-summary.txt 2>/dev/null || echo "errors=? (no summary: the chaos test did not finish)"; exit $$status
