@@ -274,7 +274,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		return nil, 0, n.fsys.errno("open", info.Key, err), false
 	}
 	local, hasLocal := oh.LocalPath()
-	ptOK := hasLocal && n.fsys.passthroughOK()
+	ptOK := hasLocal && n.fsys.passthroughFor(n.StableAttr().Ino)
 
 	n.mu.Lock()
 	defer n.mu.Unlock()

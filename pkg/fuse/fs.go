@@ -35,9 +35,10 @@ type FS struct {
 
 	ptOnce sync.Once
 	ptOK   bool // written once inside ptOnce
-	// resumed is set by Mount before the first request when the process
-	// took over a live connection: passthrough stays off (session.go).
-	resumed bool
+	// pinned reports inodes whose opens keep the I/O mode of a dead
+	// predecessor's open files (session.go); set by Mount before the
+	// first request, nil when not mounted.
+	pinned func(ino uint64) bool
 
 	counters counters
 }
@@ -160,6 +161,13 @@ func (f *FS) errno(op, key string, err error) syscall.Errno {
 	return e
 }
 
+// passthroughFor reports whether an open of ino may use FUSE passthrough:
+// it works on this mount and ino has no inherited open files in another
+// mode.
+func (f *FS) passthroughFor(ino uint64) bool {
+	return f.passthroughOK() && (f.pinned == nil || !f.pinned(ino))
+}
+
 // passthroughOK reports whether FUSE passthrough works on this mount: the
 // kernel negotiated it and registering a backing file succeeds (root or
 // CAP_SYS_ADMIN, cache directory on a non-stacked file system). Probed once,
@@ -169,7 +177,7 @@ func (f *FS) passthroughOK() bool {
 		f.mountMu.Lock()
 		srv := f.server
 		f.mountMu.Unlock()
-		if f.cfg.DisablePassthrough || f.resumed || srv == nil {
+		if f.cfg.DisablePassthrough || srv == nil {
 			return
 		}
 		probe, err := os.CreateTemp(f.cache.StagingDir(), ".passthrough-probe-*")

@@ -83,8 +83,10 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		Debug:                opts.Debug,
 		// Root may mount without fusermount; fd mode must not mount.
 		DirectMount: !fdMode,
-		// DIRECT_IO_ALLOW_MMAP: a resumed session serves in direct I/O
-		// (session.go) and mmap must keep working there.
+		// DIRECT_IO_ALLOW_MMAP: mmap keeps working on direct I/O opens.
+		// The capabilities are part of the INIT reply a successor must
+		// reproduce byte for byte (resume.go): changing them makes
+		// takeovers from earlier releases fall back to a remount.
 		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC | gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 	}
 	if f.cfg.ReadOnly {

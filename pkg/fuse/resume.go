@@ -168,6 +168,15 @@ func resumeServer(rawfs gofuse.RawFileSystem, fuseFD int, rec sessionRecord, mo 
 	return srv, nil
 }
 
+// unregisterWith releases inherited backing IDs through srv.
+func unregisterWith(srv *gofuse.Server, volumeID string) func(int32) {
+	return func(id int32) {
+		if errno := srv.UnregisterBackingFd(id); errno != 0 {
+			klog.ErrorS(errors.New(errno.Error()), "releasing an inherited backing file", "volume", volumeID, "id", id)
+		}
+	}
+}
+
 // notifyResend asks the kernel to queue again every request that was read
 // from the connection but not answered.
 func notifyResend(fd int) error {
@@ -190,11 +199,24 @@ func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode boo
 		return nil, fmt.Errorf("%w: resuming needs a /dev/fd/N mountpoint and a session file", ErrInvalidConfig)
 	}
 	sfs := newSessionFS(rawfs, so.Resume)
+	f.pinned = sfs.pinned
+	if fdMode && so.File != "" {
+		l, inherited, err := openLedger(ledgerPath(so.File, so.ID), so.Resume)
+		if err != nil {
+			return nil, err
+		}
+		sfs.ledger = l
+		sfs.inherit(inherited)
+		if so.Resume {
+			klog.InfoS("resuming with inherited open files", "volume", f.cfg.VolumeID, "inodes", len(inherited))
+		}
+	}
 	if !so.Resume {
 		srv, err := gofuse.NewServer(sfs, mountpoint, mo)
 		if err != nil || !fdMode || so.File == "" {
 			return srv, err
 		}
+		sfs.unregister = unregisterWith(srv, f.cfg.VolumeID)
 		if err := writeSessionRecord(so.File, so.ID, srv, sfs, mo); err != nil {
 			// Serving works; only a later takeover will not.
 			klog.ErrorS(err, "recording the FUSE session; a takeover will remount instead", "volume", f.cfg.VolumeID)
@@ -206,11 +228,11 @@ func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode boo
 		return nil, err
 	}
 	fd, _ := strconv.Atoi(strings.TrimPrefix(mountpoint, "/dev/fd/"))
-	f.resumed = true // before any request: no passthrough from here on
 	srv, err := resumeServer(sfs, fd, rec, mo)
 	if err != nil {
 		return nil, err
 	}
+	sfs.unregister = unregisterWith(srv, f.cfg.VolumeID)
 	if err := notifyResend(fd); err != nil {
 		// Requests the predecessor read stay unanswered: their callers
 		// hang until the mount is aborted. Say so loudly.

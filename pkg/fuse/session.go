@@ -27,22 +27,38 @@ import (
 //     the predecessor handed out. The bridge panics when asked to forget
 //     more than it handed out itself, so the shim mirrors the bridge's
 //     count per node and forwards at most that much.
-//   - A resumed session never mixes I/O modes with handles it cannot see:
-//     the kernel refuses a passthrough open of an inode with inherited
-//     cached opens and the reverse, so every open is served in direct I/O
-//     (user space, no page cache) for the rest of the process's life.
-//
-// A fresh session only pays for the handle encoding.
+//   - The kernel gives an inode one I/O mode at a time (iomodes.go). Every
+//     process records its opens by mode in a ledger; a resumed one replays
+//     it and "pins" each inode with inherited opens: further opens of a
+//     pinned inode take the inherited mode (passthrough on the inherited
+//     backing ID, or never passthrough), and writers of an inode pinned to
+//     passthrough get ETXTBSY, until the last of those opens is released.
+//     Other inodes are served as by a fresh process. The mode of a handle
+//     is encoded in it, so that its release is counted in the right mode
+//     even by a later process.
+// A fresh session pays for the handle encoding and the ledger's appends.
 type sessionFS struct {
 	gofuse.RawFileSystem
 	// constant
-	epoch   uint64 // 31 random bits, shifted into place
+	epoch   uint64 // 29 random bits, shifted into place
 	resumed bool
+	// set before serving:
+	ledger     *ioLedger          // nil: none (no session record)
+	unregister func(id int32)     // releases a backing ID; nil: none
 
 	mu sync.Mutex
 	// guarded by mu, resumed sessions only:
 	lookups map[uint64]uint64    // node ID → lookups the bridge counts
 	adopted map[uint64]*adoption // inherited handle → its re-opened one
+	pins    map[uint64]*pin      // inode → its inherited I/O mode
+}
+
+// pin is an inode with open files of another process: its opens keep
+// that I/O mode until n reaches 0.
+type pin struct {
+	pt      bool  // passthrough (else the page cache)
+	backing int32 // the inherited backing ID when pt
+	n       int   // open files in that mode, inherited and our own
 }
 
 // adoption is an inherited handle re-opened in this process.
@@ -55,31 +71,75 @@ type adoption struct {
 const (
 	fhBridge    = 1<<32 - 1 // the bridge's handle bits
 	fhWritable  = 1 << 32
-	fhEpochBits = 33
+	fhModeShift = 33 // two bits: the handle's ioMode
+	fhModeMask  = 3 << fhModeShift
+	fhEpochBits = 35
 )
 
 func newSessionFS(inner gofuse.RawFileSystem, resumed bool) *sessionFS {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails on Linux
-	epoch := uint64(binary.LittleEndian.Uint32(b[:])&0x7fffffff | 1)
+	epoch := uint64(binary.LittleEndian.Uint32(b[:])&0x1fffffff | 1)
 	return &sessionFS{
 		RawFileSystem: inner,
 		epoch:         epoch << fhEpochBits,
 		resumed:       resumed,
 		lookups:       map[uint64]uint64{},
 		adopted:       map[uint64]*adoption{},
+		pins:          map[uint64]*pin{},
+	}
+}
+
+// inherit pins the inodes with open files of predecessors (a resumed
+// session, before serving).
+func (s *sessionFS) inherit(opens map[uint64]ioCount) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ino, c := range opens {
+		s.pins[ino] = &pin{pt: c.pt > 0, backing: c.backing, n: int(c.pt + c.cached)}
+	}
+}
+
+// pinned reports whether opens of ino must keep an inherited I/O mode
+// (the file system then never chooses passthrough for it).
+func (s *sessionFS) pinned(ino uint64) bool {
+	if !s.resumed {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pins[ino] != nil
+}
+
+// unpin counts a released open of a pinned inode; the last one lets the
+// inode go (and its inherited backing ID).
+func (s *sessionFS) unpin(ino uint64) {
+	s.mu.Lock()
+	p := s.pins[ino]
+	if p == nil {
+		s.mu.Unlock()
+		return
+	}
+	p.n--
+	last := p.n <= 0
+	if last {
+		delete(s.pins, ino)
+	}
+	s.mu.Unlock()
+	if last && p.pt && s.unregister != nil {
+		s.unregister(p.backing)
 	}
 }
 
 // own encodes a bridge handle for the kernel.
-func (s *sessionFS) own(fh uint64, flags uint32) uint64 {
+func (s *sessionFS) own(fh uint64, flags uint32, mode ioMode) uint64 {
 	if fh == 0 {
 		return 0
 	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		fh |= fhWritable
 	}
-	return s.epoch | fh
+	return s.epoch | uint64(mode)<<fhModeShift | fh
 }
 
 // mine reports whether fh was handed out by this process.
@@ -202,15 +262,48 @@ func (s *sessionFS) Forget(id, n uint64) {
 	s.RawFileSystem.Forget(id, n)
 }
 
-// opened encodes the handle of an open reply and, in a resumed session,
-// serves it in direct I/O.
-func (s *sessionFS) opened(st gofuse.Status, flags uint32, out *gofuse.OpenOut, file bool) {
-	if !st.Ok() {
+// opened encodes the handle of an open reply of node ino, records its
+// I/O mode and, for an inode pinned to passthrough, answers on the
+// inherited backing file. A writer of such an inode is refused (its open
+// is undone): its writes would land in the cache's copy.
+func (s *sessionFS) opened(cancel <-chan struct{}, st gofuse.Status, h *gofuse.InHeader, ino uint64, flags uint32, out *gofuse.OpenOut, file bool) gofuse.Status {
+	if !st.Ok() || !file {
+		if st.Ok() {
+			out.Fh = s.own(out.Fh, flags, modeDirect)
+		}
+		return st
+	}
+	mode := modeOf(out)
+	if s.resumed {
+		s.mu.Lock()
+		p := s.pins[ino]
+		if p != nil && p.pt && (flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0) {
+			s.mu.Unlock()
+			s.RawFileSystem.Release(cancel, &gofuse.ReleaseIn{InHeader: *h, Fh: out.Fh, Flags: flags})
+			return gofuse.Status(syscall.ETXTBSY)
+		}
+		if p != nil {
+			if p.pt {
+				out.OpenFlags = (out.OpenFlags | gofuse.FOPEN_PASSTHROUGH) &^ (gofuse.FOPEN_DIRECT_IO | gofuse.FOPEN_KEEP_CACHE)
+				out.BackingID, mode = p.backing, modePassthrough
+			}
+			p.n++
+		}
+		s.mu.Unlock()
+	}
+	s.ledger.record(ino, true, mode, out.BackingID)
+	out.Fh = s.own(out.Fh, flags, mode)
+	return st
+}
+
+// released records the release of a file handle fh of node ino.
+func (s *sessionFS) released(ino, fh uint64) {
+	mode := ioMode(fh&fhModeMask) >> fhModeShift
+	if mode == modeDirect {
 		return
 	}
-	out.Fh = s.own(out.Fh, flags)
-	if s.resumed && file {
-		out.OpenFlags = (out.OpenFlags | gofuse.FOPEN_DIRECT_IO) &^ (gofuse.FOPEN_KEEP_CACHE | gofuse.FOPEN_PASSTHROUGH)
-		out.BackingID = 0
+	s.ledger.record(ino, false, mode, 0)
+	if s.resumed {
+		s.unpin(ino)
 	}
 }

@@ -153,8 +153,7 @@ func (s *sessionFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name str
 	}
 	st := s.RawFileSystem.Create(cancel, in, name, out)
 	s.entered(st, &out.EntryOut)
-	s.opened(st, in.Flags, &out.OpenOut, true)
-	return st
+	return s.opened(cancel, st, &in.InHeader, out.NodeId, in.Flags, &out.OpenOut, true)
 }
 
 func (s *sessionFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
@@ -163,8 +162,7 @@ func (s *sessionFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *go
 	}
 	st := s.RawFileSystem.Tmpfile(cancel, in, out)
 	s.entered(st, &out.EntryOut)
-	s.opened(st, in.Flags, &out.OpenOut, true)
-	return st
+	return s.opened(cancel, st, &in.InHeader, out.NodeId, in.Flags, &out.OpenOut, true)
 }
 
 func (s *sessionFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
@@ -172,8 +170,7 @@ func (s *sessionFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.
 		return st
 	}
 	st := s.RawFileSystem.Open(cancel, in, out)
-	s.opened(st, in.Flags, out, true)
-	return st
+	return s.opened(cancel, st, &in.InHeader, in.NodeId, in.Flags, out, true)
 }
 
 func (s *sessionFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gofuse.ReadResult, gofuse.Status) {
@@ -234,6 +231,7 @@ func (s *sessionFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
 	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
 		return
 	}
+	s.released(in.NodeId, in.Fh)
 	if in.Fh = s.release(in.Fh); in.Fh != 0 {
 		s.RawFileSystem.Release(cancel, in)
 	}
@@ -340,8 +338,7 @@ func (s *sessionFS) OpenDir(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofu
 		return st
 	}
 	st := s.RawFileSystem.OpenDir(cancel, in, out)
-	s.opened(st, 0, out, false)
-	return st
+	return s.opened(cancel, st, &in.InHeader, in.NodeId, 0, out, false)
 }
 
 func (s *sessionFS) ReadDir(cancel <-chan struct{}, in *gofuse.ReadIn, out *gofuse.DirEntryList) gofuse.Status {

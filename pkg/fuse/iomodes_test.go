@@ -1,0 +1,148 @@
+package fuse
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// rawStub answers every open with the handle 7 and the flags in next, and
+// records releases.
+type rawStub struct {
+	gofuse.RawFileSystem
+	next     uint32
+	released []uint64
+}
+
+func (r *rawStub) Open(_ <-chan struct{}, _ *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
+	out.Fh, out.OpenFlags = 7, r.next
+	return gofuse.OK
+}
+
+// Lookup revives any node (a resumed session asks before serving it).
+func (r *rawStub) Lookup(_ <-chan struct{}, h *gofuse.InHeader, _ string, out *gofuse.EntryOut) gofuse.Status {
+	out.NodeId = h.NodeId
+	return gofuse.OK
+}
+
+func (r *rawStub) Release(_ <-chan struct{}, in *gofuse.ReleaseIn) {
+	r.released = append(r.released, in.Fh)
+}
+
+func open(t *testing.T, s *sessionFS, ino uint64, flags uint32) (gofuse.OpenOut, gofuse.Status) {
+	t.Helper()
+	var out gofuse.OpenOut
+	st := s.Open(nil, &gofuse.OpenIn{InHeader: gofuse.InHeader{NodeId: ino}, Flags: flags}, &out)
+	return out, st
+}
+
+func release(s *sessionFS, ino, fh uint64) {
+	s.Release(nil, &gofuse.ReleaseIn{InHeader: gofuse.InHeader{NodeId: ino}, Fh: fh})
+}
+
+func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
+	dir := t.TempDir()
+	session := filepath.Join(dir, "fuse-session.json")
+	path := ledgerPath(session, "abc")
+	if err := os.WriteFile(filepath.Join(dir, "fuse-iomodes-old.log"), []byte("stale"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first process: ino 10 open twice in passthrough (backing 5), ino
+	// 11 once with the page cache, ino 12 in direct I/O, ino 13 opened and
+	// closed.
+	first := &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}
+	s1 := newSessionFS(first, false)
+	l1, inherited, err := openLedger(path, false)
+	if err != nil || len(inherited) != 0 {
+		t.Fatalf("fresh ledger: %v %v", inherited, err)
+	}
+	s1.ledger = l1
+	if _, err := os.Stat(filepath.Join(dir, "fuse-iomodes-old.log")); !os.IsNotExist(err) {
+		t.Errorf("a fresh connection kept an earlier connection's ledger: %v", err)
+	}
+	first.next = gofuse.FOPEN_PASSTHROUGH
+	for range 2 {
+		var out gofuse.OpenOut
+		in := &gofuse.OpenIn{InHeader: gofuse.InHeader{NodeId: 10}}
+		s1.RawFileSystem.(*rawStub).Open(nil, in, &out)
+		out.BackingID = 5
+		if st := s1.opened(nil, gofuse.OK, &in.InHeader, 10, 0, &out, true); !st.Ok() {
+			t.Fatal(st)
+		}
+	}
+	first.next = 0
+	if _, st := open(t, s1, 11, 0); !st.Ok() {
+		t.Fatal(st)
+	}
+	first.next = gofuse.FOPEN_DIRECT_IO
+	if _, st := open(t, s1, 12, 0); !st.Ok() {
+		t.Fatal(st)
+	}
+	first.next = 0
+	out13, _ := open(t, s1, 13, 0)
+	release(s1, 13, out13.Fh)
+	l1.Close() // the process dies
+
+	// The successor replays it.
+	second := &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}
+	s2 := newSessionFS(second, true)
+	l2, inherited, err := openLedger(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.ledger = l2
+	s2.inherit(inherited)
+	var unregistered []int32
+	s2.unregister = func(id int32) { unregistered = append(unregistered, id) }
+	want := map[uint64]ioCount{10: {pt: 2, backing: 5}, 11: {cached: 1}}
+	if len(inherited) != len(want) || inherited[10] != want[10] || inherited[11] != want[11] {
+		t.Fatalf("inherited %+v, want %+v", inherited, want)
+	}
+	if !s2.pinned(10) || !s2.pinned(11) || s2.pinned(12) || s2.pinned(13) {
+		t.Error("wrong inodes pinned")
+	}
+
+	// A reader of ino 10 gets the inherited backing file, whatever the
+	// file system chose; a writer is refused and its open undone.
+	second.next = gofuse.FOPEN_KEEP_CACHE
+	out, st := open(t, s2, 10, 0)
+	if !st.Ok() || out.OpenFlags&gofuse.FOPEN_PASSTHROUGH == 0 || out.OpenFlags&gofuse.FOPEN_KEEP_CACHE != 0 || out.BackingID != 5 {
+		t.Fatalf("open of a pinned inode: %+v %v", out, st)
+	}
+	if _, st := open(t, s2, 10, syscall.O_RDWR); st != gofuse.Status(syscall.ETXTBSY) {
+		t.Errorf("writer of an inode pinned to passthrough: %v, want ETXTBSY", st)
+	}
+	if len(second.released) != 1 || second.released[0] != 7 {
+		t.Errorf("refused writer's open not undone: releases %v", second.released)
+	}
+	// The two inherited handles and ours go; the last lets the inode and
+	// its backing ID go.
+	inheritedFh := s1.epoch | uint64(modePassthrough)<<fhModeShift | 7
+	release(s2, 10, inheritedFh)
+	release(s2, 10, inheritedFh+1)
+	if !s2.pinned(10) || len(unregistered) != 0 {
+		t.Fatal("unpinned while our own open is still there")
+	}
+	release(s2, 10, out.Fh)
+	if s2.pinned(10) || len(unregistered) != 1 || unregistered[0] != 5 {
+		t.Errorf("after the last release: pinned %v, unregistered %v", s2.pinned(10), unregistered)
+	}
+	l2.Close()
+
+	// What is left for a third process: ino 11 only.
+	l3, left, err := openLedger(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l3.Close()
+	if len(left) != 1 || left[11] != (ioCount{cached: 1}) {
+		t.Errorf("left for the next process: %+v", left)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("ledger file: %v %v", st, err)
+	}
+}
