@@ -36,6 +36,7 @@ import (
 //     Other inodes are served as by a fresh process. The mode of a handle
 //     is encoded in it, so that its release is counted in the right mode
 //     even by a later process.
+//
 // A fresh session pays for the handle encoding and the ledger's appends.
 type sessionFS struct {
 	gofuse.RawFileSystem
@@ -43,8 +44,8 @@ type sessionFS struct {
 	epoch   uint64 // 29 random bits, shifted into place
 	resumed bool
 	// set before serving:
-	ledger     *ioLedger          // nil: none (no session record)
-	unregister func(id int32)     // releases a backing ID; nil: none
+	ledger     *ioLedger      // nil: none (no session record)
+	unregister func(id int32) // releases a backing ID; nil: none
 
 	mu sync.Mutex
 	// guarded by mu, resumed sessions only:
