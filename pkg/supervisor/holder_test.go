@@ -72,6 +72,19 @@ func withHolder(h *holder, k *supervisortest.Kernel) func(*supervisor.Config) {
 	}
 }
 
+// crashedPlugin stages req on a Manager with holder h and kernel k, then
+// ends that Manager and its FUSE process as a node plugin container's
+// restart does.
+func crashedPlugin(t *testing.T, h *holder, k *supervisortest.Kernel, req supervisor.Request) {
+	t.Helper()
+	first := newFixture(t, withHolder(h, k))
+	if err := first.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	first.m.Close()                                // the node plugin's container stops...
+	first.runner.Last().Exit(errors.New("killed")) // ...and its FUSE process with it
+}
+
 func TestStageHandsTheConnectionToTheHolder(t *testing.T) {
 	h := newHolder(t)
 	f := newFixture(t, withHolder(h, supervisortest.NewKernel()))
@@ -128,12 +141,7 @@ func TestRestartRemountsWhenTheHeldConnectionIsStale(t *testing.T) {
 	h := newHolder(t)
 	k := supervisortest.NewKernel()
 	req := request()
-	first := newFixture(t, withHolder(h, k))
-	if err := first.m.Stage(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	first.m.Close()
-	first.runner.Last().Exit(errors.New("killed"))
+	crashedPlugin(t, h, k, req)
 	// Someone unmounted the staging path meanwhile.
 	if err := k.Unmount(t.Context(), req.StagingPath); err != nil {
 		t.Fatal(err)
@@ -158,12 +166,7 @@ func TestRestartRemountsWhenTheTakeoverFails(t *testing.T) {
 	h := newHolder(t)
 	k := supervisortest.NewKernel()
 	req := request()
-	first := newFixture(t, withHolder(h, k))
-	if err := first.m.Stage(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	first.m.Close()
-	first.runner.Last().Exit(errors.New("killed"))
+	crashedPlugin(t, h, k, req)
 
 	second := newFixture(t, withHolder(h, k))
 	second.runner.OnStart = func(p *supervisortest.Process) error {

@@ -66,16 +66,7 @@ func TestOpenBesideInheritedOpen(t *testing.T) {
 	if _, err := held.stdin.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan string, 1)
-	go func() { got <- held.line(t) }()
-	select {
-	case line := <-got:
-		if line != want {
-			t.Fatalf("inherited open: %q, want %q", line, want)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("read through the inherited open hung")
-	}
+	expectRead(t, held, want, "the read through the inherited open")
 	// And once the inherited open is closed, a new open works too.
 	held.stdin.Close()
 	time.Sleep(100 * time.Millisecond)

@@ -13,21 +13,7 @@ import (
 // reader gets the right bytes through the file it opened before the kill,
 // with no error. The mount is never replaced.
 func TestTakeoverCompletesInFlightRead(t *testing.T) {
-	files := randomFiles("data/", 2, 3<<20)
-	r := newRig(t, files, "1Gi")
-	var key string
-	for k := range files {
-		key = k
-		break
-	}
-	var before syscall.Stat_t
-	if err := syscall.Stat(r.staging, &before); err != nil {
-		t.Fatal(err)
-	}
-	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Once: key})
-	if got := rd.line(t); got != "open" {
-		t.Fatalf("reader: %q", got)
-	}
+	r, rd, want, before := openedOnce(t)
 	if err := r.srv.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -47,23 +33,8 @@ func TestTakeoverCompletesInFlightRead(t *testing.T) {
 	if ev.Method != "takeover" || ev.Err != "" {
 		t.Fatalf("heal %+v, want a takeover", ev)
 	}
-	got := make(chan string, 1)
-	go func() { got <- rd.line(t) }()
-	select {
-	case line := <-got:
-		if want := "ok " + sums(files)[key]; line != want {
-			t.Fatalf("read across the kill: %q, want %q", line, want)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the in-flight read never completed (no resend?)")
-	}
-	var after syscall.Stat_t
-	if err := syscall.Stat(r.staging, &after); err != nil {
-		t.Fatal(err)
-	}
-	if after.Dev != before.Dev {
-		t.Errorf("staging device %d → %d: the mount was replaced, not taken over", before.Dev, after.Dev)
-	}
+	expectRead(t, rd, want, "the read in flight at the kill (no resend?)")
+	sameMount(t, r.staging, before)
 	t.Logf("heal: %s after %v", ev.Method, ev.Pause)
 }
 
@@ -73,21 +44,7 @@ func TestTakeoverCompletesInFlightRead(t *testing.T) {
 // connection over; the kernel resends the read, which completes with the
 // right bytes. The mount is never replaced.
 func TestHungProcessIsReplaced(t *testing.T) {
-	files := randomFiles("data/", 2, 3<<20)
-	r := newRig(t, files, "1Gi")
-	var key string
-	for k := range files {
-		key = k
-		break
-	}
-	var before syscall.Stat_t
-	if err := syscall.Stat(r.staging, &before); err != nil {
-		t.Fatal(err)
-	}
-	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Once: key})
-	if got := rd.line(t); got != "open" {
-		t.Fatalf("reader: %q", got)
-	}
+	r, rd, want, before := openedOnce(t)
 	old := r.pid(t)
 	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -100,22 +57,56 @@ func TestHungProcessIsReplaced(t *testing.T) {
 	if ev.Method != "takeover" || ev.Err != "" || !strings.Contains(ev.Cause, "mount check failed") {
 		t.Fatalf("heal %+v, want a takeover after a failed check", ev)
 	}
+	expectRead(t, rd, want, "the read that waited in the hung process")
+	sameMount(t, r.staging, before)
+	t.Logf("heal: %s after %v (%s)", ev.Method, ev.Pause, ev.Cause)
+}
+
+// expectRead waits up to 30s for a once-reader's result line.
+func expectRead(t *testing.T, rd *reader, want, what string) {
+	t.Helper()
 	got := make(chan string, 1)
 	go func() { got <- rd.line(t) }()
 	select {
 	case line := <-got:
-		if want := "ok " + sums(files)[key]; line != want {
-			t.Fatalf("read across the hang: %q, want %q", line, want)
+		if line != want {
+			t.Fatalf("%s: %q, want %q", what, line, want)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the read that waited in the hung process never completed")
+		t.Fatalf("%s never completed", what)
 	}
+}
+
+// sameMount fails the test unless path is still the mount it was.
+func sameMount(t *testing.T, path string, before syscall.Stat_t) {
+	t.Helper()
 	var after syscall.Stat_t
-	if err := syscall.Stat(r.staging, &after); err != nil {
+	if err := syscall.Stat(path, &after); err != nil {
 		t.Fatal(err)
 	}
 	if after.Dev != before.Dev {
 		t.Errorf("staging device %d → %d: the mount was replaced, not taken over", before.Dev, after.Dev)
 	}
-	t.Logf("heal: %s after %v (%s)", ev.Method, ev.Pause, ev.Cause)
+}
+
+// openedOnce stages two 3 MiB files and starts a once-reader that has
+// opened one of them; it returns the reader's expected result line and
+// the staging path's stat from before.
+func openedOnce(t *testing.T) (r *rig, rd *reader, want string, before syscall.Stat_t) {
+	t.Helper()
+	files := randomFiles("data/", 2, 3<<20)
+	r = newRig(t, files, "1Gi")
+	var key string
+	for k := range files {
+		key = k
+		break
+	}
+	if err := syscall.Stat(r.staging, &before); err != nil {
+		t.Fatal(err)
+	}
+	rd = startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Once: key})
+	if got := rd.line(t); got != "open" {
+		t.Fatalf("reader: %q", got)
+	}
+	return r, rd, "ok " + sums(files)[key], before
 }
