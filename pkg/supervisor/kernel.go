@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	mountutils "k8s.io/mount-utils"
+
+	"github.com/basin-csi/basin/internal/bdi"
 )
 
 // Kernel is the mount side of the supervisor. Every method that may touch
@@ -36,6 +38,9 @@ type Kernel interface {
 	// FUSE connection), read from the mount table without asking the
 	// file system; ErrNotMounted when target is no mount point.
 	MountDev(ctx context.Context, target string) (uint64, error)
+	// SetReadAhead sets the kernel read-ahead of the mount of device dev
+	// (after its FUSE server answered INIT, which resets it).
+	SetReadAhead(dev uint64, bytes int64) error
 }
 
 // FUSE mount parameters (see the kernel's Documentation/filesystems/fuse).
@@ -188,4 +193,9 @@ func (k *LinuxKernel) MountDev(_ context.Context, target string) (uint64, error)
 		return 0, fmt.Errorf("%w: %s", ErrNotMounted, target)
 	}
 	return dev, nil
+}
+
+// SetReadAhead implements Kernel.
+func (k *LinuxKernel) SetReadAhead(dev uint64, bytes int64) error {
+	return bdi.SetReadAhead(dev, bytes)
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/basin-csi/basin/internal/bdi"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -107,6 +108,9 @@ type Config struct {
 	LogLines int
 	// MaxHealBackoff caps the wait between failed heals (default 30s).
 	MaxHealBackoff time.Duration
+	// ReadAhead is the kernel read-ahead of the mounts (default
+	// bdi.DefaultReadAhead; negative: the kernel's own, 128 KiB).
+	ReadAhead int64
 	// Holder keeps the mounts' descriptors across node plugin restarts;
 	// nil: a restarted node plugin remounts (see holder.go).
 	Holder Holder
@@ -137,6 +141,9 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxHealBackoff, 30*time.Second)
 	if c.LogLines <= 0 {
 		c.LogLines = 50
+	}
+	if c.ReadAhead == 0 {
+		c.ReadAhead = bdi.DefaultReadAhead
 	}
 	return c
 }

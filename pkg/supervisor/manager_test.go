@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/bdi"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 	"github.com/basin-csi/basin/pkg/supervisor/supervisortest"
@@ -100,8 +101,12 @@ func TestStageStartsServingProcess(t *testing.T) {
 	if len(p.Spec.ExtraFiles) != 1 {
 		t.Errorf("%d extra files, want the FUSE descriptor", len(p.Spec.ExtraFiles))
 	}
-	if mnt, ok := f.kernel.Mounted("/staging"); !ok || mnt.Source != "fuse" {
+	mnt, ok := f.kernel.Mounted("/staging")
+	if !ok || mnt.Source != "fuse" {
 		t.Errorf("staging mount = %+v, %v", mnt, ok)
+	}
+	if ra := f.kernel.ReadAhead(mnt.Dev); ra != bdi.DefaultReadAhead {
+		t.Errorf("read-ahead %d, want %d", ra, bdi.DefaultReadAhead)
 	}
 	st, err := f.m.Check(t.Context(), req.VolumeID)
 	if err != nil || !st.Healthy || st.Pid != p.Pid() || st.Heals != 0 {

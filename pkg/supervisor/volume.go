@@ -149,6 +149,12 @@ func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) 
 	if err := m.serve(ctx, v, fd, session, false); err != nil {
 		return err
 	}
+	if m.cfg.ReadAhead > 0 {
+		// After INIT (serve waited for an answer), which resets it.
+		if err := m.cfg.Kernel.SetReadAhead(dev, m.cfg.ReadAhead); err != nil {
+			klog.ErrorS(err, "setting the mount's read-ahead; sequential reads go in 128 KiB requests", "volume", req.VolumeID)
+		}
+	}
 	m.rebind(ctx, v)
 	m.hold(v)
 	return nil

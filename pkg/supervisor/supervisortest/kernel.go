@@ -38,6 +38,7 @@ type Kernel struct {
 	binds   int
 	statfs  unix.Statfs_t
 	failNew error
+	ra      map[uint64]int64 // read-ahead by device
 }
 
 var _ supervisor.Kernel = (*Kernel)(nil)
@@ -132,6 +133,24 @@ func (k *Kernel) MountDev(_ context.Context, target string) (uint64, error) {
 		return 0, fmt.Errorf("%w: %s", supervisor.ErrNotMounted, target)
 	}
 	return m.Dev, nil
+}
+
+// SetReadAhead implements supervisor.Kernel.
+func (k *Kernel) SetReadAhead(dev uint64, bytes int64) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ra == nil {
+		k.ra = map[uint64]int64{}
+	}
+	k.ra[dev] = bytes
+	return nil
+}
+
+// ReadAhead returns the read-ahead set on dev (0: never set).
+func (k *Kernel) ReadAhead(dev uint64) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ra[dev]
 }
 
 // SetHealth sets what Check on target answers.
