@@ -1,28 +1,108 @@
 package fuse
 
 import (
-	"syscall"
+	"context"
 	"testing"
-	"time"
 
-	"github.com/basin-csi/basin/internal/bdi"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
-// TestMountRaisesReadAhead: a mount reads ahead more than the 128 KiB the
-// kernel's INIT leaves it at, so that sequential reads arrive in 1 MiB
-// requests.
-func TestMountRaisesReadAhead(t *testing.T) {
-	tm := mountStore(t, objstoretest.NewFake(), mountSpec{cfg: Config{MetadataTTL: time.Minute}})
-	var st syscall.Stat_t
-	if err := syscall.Stat(tm.dir, &st); err != nil {
-		t.Fatal(err)
+func TestSeqDetector(t *testing.T) {
+	const (
+		minW = 4 << 20
+		maxW = 32 << 20
+		req  = 128 << 10
+		size = 1 << 30
+	)
+	type read struct{ off, n int64 }
+	seq := func(from, count int64) []read {
+		var rs []read
+		for i := int64(0); i < count; i++ {
+			rs = append(rs, read{from + i*req, req})
+		}
+		return rs
 	}
-	got, err := bdi.ReadAhead(st.Dev)
+	for _, tc := range []struct {
+		name          string
+		max           int64
+		reads         []read
+		wantPrefetch  bool
+		wantMaxWindow int64 // largest window reached
+		wantAheadMin  int64 // prefetch frontier at least here
+	}{
+		{name: "sequential from 0 grows to the cap", max: maxW, reads: seq(0, 2000), wantPrefetch: true, wantMaxWindow: maxW, wantAheadMin: 2000 * req},
+		{name: "sequential from the middle", max: maxW, reads: seq(100<<20, 200), wantPrefetch: true, wantMaxWindow: maxW},
+		{name: "random reads never prefetch", max: maxW, reads: []read{{500 << 20, req}, {3 << 20, req}, {900 << 20, req}, {10 << 20, req}, {700 << 20, req}}},
+		{name: "disabled", max: -1, reads: seq(0, 100)},
+		{name: "prefetch stops at the end of the object", max: maxW, reads: seq(size-10*req, 10), wantPrefetch: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newSeqDetector(minW, tc.max)
+			var prefetched bool
+			var maxWindow int64
+			for _, r := range tc.reads {
+				off, n := d.observe(r.off, r.n, size)
+				if n > 0 {
+					prefetched = true
+					if off < r.off+r.n || off+n > size {
+						t.Fatalf("prefetch [%d,+%d) after read [%d,+%d): behind the reader or past the end", off, n, r.off, r.n)
+					}
+				}
+				maxWindow = max(maxWindow, d.window)
+			}
+			if prefetched != tc.wantPrefetch {
+				t.Errorf("prefetched = %v, want %v", prefetched, tc.wantPrefetch)
+			}
+			if tc.wantMaxWindow != 0 && maxWindow != tc.wantMaxWindow {
+				t.Errorf("largest window %d, want %d", maxWindow, tc.wantMaxWindow)
+			}
+			if d.ahead < tc.wantAheadMin {
+				t.Errorf("prefetched up to %d, want at least %d", d.ahead, tc.wantAheadMin)
+			}
+		})
+	}
+}
+
+func TestSeqDetectorToleratesReordering(t *testing.T) {
+	// Kernel readahead sends concurrent requests that arrive out of order.
+	d := newSeqDetector(4<<20, 64<<20)
+	const req = 128 << 10
+	var calls int
+	for base := int64(0); base < 64<<20; base += 4 * req {
+		for _, i := range []int64{1, 0, 3, 2} {
+			if _, n := d.observe(base+i*req, req, 1<<30); n > 0 {
+				calls++
+			}
+		}
+		if d.window == 0 {
+			t.Fatalf("run broken at %d by reordered reads", base)
+		}
+	}
+	if calls == 0 || calls > 16 {
+		t.Errorf("%d prefetch calls for 64 MiB read in 128 KiB requests; want a few growing ones", calls)
+	}
+}
+
+// TestReadIssuesPrefetch checks the handle passes the detector's decision
+// to the cache.
+func TestReadIssuesPrefetch(t *testing.T) {
+	store := objstoretest.NewFake()
+	put(t, store, "f", randomBytes(64<<20, 4))
+	c := newFakeCache(store, t.TempDir(), 0, 0, true)
+	fsys, err := newFS(Config{}, store, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != bdi.DefaultReadAhead {
-		t.Errorf("read-ahead %d, want %d", got, bdi.DefaultReadAhead)
+	info, _ := store.Stat(context.Background(), "f")
+	oh, _ := c.OpenObject(context.Background(), info)
+	h := &readHandle{node: &fileNode{fsys: fsys}, oh: oh, det: newSeqDetector(MinPrefetch, fsys.cfg.ReadAhead)}
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < 32<<20; off += int64(len(buf)) {
+		if _, errno := h.Read(context.Background(), buf, off); errno != 0 {
+			t.Fatal(errno)
+		}
+	}
+	if n := oh.(*fakeHandle).prefetches.Load(); n == 0 {
+		t.Error("a sequential reader caused no Prefetch")
 	}
 }
