@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -195,34 +194,48 @@ func (c *Cache) putBuf(o *object, bp *[]byte) {
 	}
 }
 
-// storeBlock writes a fetched block to the data file and completes its
-// flight; when the block cannot be cached its bytes go to the waiters.
-func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, bp *[]byte) {
-	crc := blockCRC(buf)
-	if c.writeBlock(o, b, buf, crc) {
-		c.complete(o, b, f, nil, nil)
-		c.putBuf(o, bp)
-		return
+// storeBlock writes a fetched block with its CRC, published on its
+// flight, to the data file, releases one pin of o (the write's) and
+// completes the flight. A block written with O_DIRECT keeps its buffer for
+// the reader to come (writeback_kept.go); one that cannot be cached keeps
+// its bytes on the flight for its waiters.
+func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, crc uint32) {
+	ok, kept := c.writeBlock(o, b, buf, crc, f)
+	switch {
+	case kept:
+	case ok:
+		f.release(c.pool(o.bs))
+	default:
+		f.abandon(c.pool(o.bs))
 	}
-	c.complete(o, b, f, nil, buf) // buf now belongs to the readers
+	c.unpin(o)
+	c.complete(o, b, f, nil)
 }
 
 // writeBlock stores block b and records it present and ready in memory;
-// the flusher persists the record after syncing the data. It reports
-// false when the block could not be cached (no room, I/O error).
-func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32) bool {
+// the flusher persists the record after syncing the data. ok is false
+// when the block could not be cached (no room, I/O error). A block written
+// with O_DIRECT is kept in fl's buffer (kept), before it is marked ready
+// so that no reader misses it.
+func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight) (ok, kept bool) {
 	n := int64(len(data))
 	if !c.admit(n) {
-		return false
+		return false, false
 	}
+	off := int64(b) * o.bs
 	o.mu.Lock()
 	f, err := o.openFileLocked(true)
-	o.mu.Unlock()
+	var d *os.File
 	if err == nil {
-		_, err = f.WriteAt(data, int64(b)*o.bs)
+		d = o.directWriterLocked(f)
+	}
+	o.mu.Unlock()
+	var direct bool
+	if err == nil {
+		direct, err = o.pwriteBlock(f, d, data, off)
 		if isNoSpace(err) {
 			c.evictSync(n)
-			_, err = f.WriteAt(data, int64(b)*o.bs)
+			direct, err = o.pwriteBlock(f, d, data, off)
 		}
 	}
 	if err != nil {
@@ -232,11 +245,12 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32) bool {
 		}
 		if f != nil {
 			// Give back what the partial write allocated.
-			_ = punchHole(f, int64(b)*o.bs, n)
+			_ = punchHole(f, off, n)
 		}
 		c.syncAlloc(o)
-		return false
+		return false, false
 	}
+	var victims []keptRef
 	o.mu.Lock()
 	if _, alloc, err := fileAlloc(f); err == nil {
 		c.used.Add(alloc - o.alloc - n)
@@ -246,12 +260,16 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32) bool {
 	}
 	o.crcs[b] = crc
 	o.present.set(b)
+	if direct && fl != nil {
+		victims, kept = c.keepLocked(o, b, fl)
+	}
 	o.ready.set(b)
 	o.dirty, o.unsynced = true, true
 	o.mu.Unlock()
+	c.unkeepAll(victims)
 	c.markDirty(o)
 	c.kickEvictIfOver()
-	return true
+	return true, kept
 }
 
 // syncAlloc re-reads o's allocation after a failed write.
@@ -270,19 +288,3 @@ func (c *Cache) syncAlloc(o *object) {
 		c.markDirty(o)
 	}
 }
-
-// bufPool recycles block-sized buffers. Buffers handed to readers as
-// uncached data are not returned.
-type bufPool struct {
-	size int
-	pool sync.Pool
-}
-
-func newBufPool(size int64) *bufPool {
-	p := &bufPool{size: int(size)}
-	p.pool.New = func() any { b := make([]byte, p.size); return &b }
-	return p
-}
-
-func (p *bufPool) get() *[]byte  { return p.pool.Get().(*[]byte) }
-func (p *bufPool) put(b *[]byte) { p.pool.Put(b) }

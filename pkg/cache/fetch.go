@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +57,7 @@ func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
 		}
 		f := o.inflight[b]
 		if f == nil {
-			f = &flight{done: make(chan struct{})}
+			f = newFlight()
 			o.inflight[b] = f
 			switch {
 			case o.present.has(b):
@@ -92,7 +91,7 @@ func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
 	for _, j := range jobs {
 		if !c.goJob(func() { c.runJob(o, j) }) {
 			for i, f := range j.flights {
-				c.complete(o, j.b0+i, f, ErrClosed, nil)
+				c.complete(o, j.b0+i, f, ErrClosed)
 			}
 			c.unpin(o)
 		}
@@ -100,49 +99,9 @@ func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
 	return out
 }
 
-// readSlow serves a read that touches blocks not ready yet.
-func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (int, error) {
-	b0, b1 := int(off/o.bs), int((off+int64(len(p))-1)/o.bs)
-	flights := c.acquire(o, b0, b1)
-	end := off + int64(len(p))
-	n := 0
-	for i, f := range flights {
-		b := b0 + i
-		lo, hi := max(off, int64(b)*o.bs), min(end, int64(b+1)*o.bs)
-		seg := p[lo-off : hi-off]
-		if f != nil {
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return n, ctx.Err()
-			}
-			if f.err != nil {
-				return n, f.err
-			}
-			if f.data != nil {
-				n += copy(seg, f.data[lo-int64(b)*o.bs:])
-				continue
-			}
-		}
-		file := o.file.Load()
-		if file == nil {
-			return n, fmt.Errorf("cache: block %d of %q has no data file", b, o.info.Key)
-		}
-		m, err := file.ReadAt(seg, lo)
-		n += m
-		if err != nil {
-			return n, fmt.Errorf("cache: read data file: %w", err)
-		}
-	}
-	c.stats.misses.Add(1)
-	c.stats.missBytes.Add(int64(n))
-	c.touch(o)
-	return n, nil
-}
-
 // complete ends a block's flight.
-func (c *Cache) complete(o *object, b int, f *flight, err error, data []byte) {
-	f.err, f.data = err, data
+func (c *Cache) complete(o *object, b int, f *flight, err error) {
+	f.err = err
 	o.mu.Lock()
 	if o.inflight[b] == f {
 		delete(o.inflight, b)
@@ -151,17 +110,22 @@ func (c *Cache) complete(o *object, b int, f *flight, err error, data []byte) {
 	close(f.done)
 }
 
+// runJob runs a job holding one pin of o, which it releases.
 func (c *Cache) runJob(o *object, j job) {
-	defer c.unpin(o)
-	if j.verify {
-		for _, b := range c.verifyRun(o, j) {
-			c.fetch(o, job{b0: b, b1: b, flights: []*flight{j.flights[b-j.b0]}})
-		}
+	if !j.verify {
+		c.fetch(o, j)
 		return
 	}
-	c.fetch(o, j)
+	defer c.unpin(o)
+	for _, b := range c.verifyRun(o, j) {
+		o.addPin()
+		c.fetch(o, job{b0: b, b1: b, flights: []*flight{j.flights[b-j.b0]}})
+	}
 }
 
+// fetch fetches the blocks of j, consuming one pin of o: the write of the
+// last block releases it just before completing its flight, so a reader
+// that saw every flight it waited for done also sees the fetch unpinned.
 func (c *Cache) fetch(o *object, j job) {
 	if !o.small && o.blockLen(j.b0) > c.opts.PartSize {
 		c.fetchParts(o, j)
@@ -199,13 +163,13 @@ func (c *Cache) verifyRun(o *object, j job) (bad []int) {
 		if c.ctx.Err() != nil {
 			c.failFrom(o, j, i, ErrClosed)
 			for _, b := range bad {
-				c.complete(o, b, j.flights[b-j.b0], ErrClosed, nil)
+				c.complete(o, b, j.flights[b-j.b0], ErrClosed)
 			}
 			return nil
 		}
 		b := j.b0 + i
 		if c.verifyBlock(o, b, (*bp)[:o.blockLen(b)]) {
-			c.complete(o, b, f, nil, nil)
+			c.complete(o, b, f, nil)
 		} else {
 			bad = append(bad, b)
 		}
@@ -284,26 +248,37 @@ func (b *semBody) Close() error {
 	return err
 }
 
-// fetchRange fetches blocks [b0, b1] with one GET, storing each block as
-// soon as its bytes arrived.
+// fetchRange fetches blocks [b0, b1] with one GET. Each block is
+// published to its readers as soon as its bytes arrived and written to
+// the data file in the background while the GET goes on; the job ends
+// (and unpins the object) when the writes are done.
 func (c *Cache) fetchRange(o *object, j job) {
 	off := int64(j.b0) * o.bs
 	end := min(o.info.Size, int64(j.b1+1)*o.bs)
 	rc, err := c.read(o, off, end-off)
 	if err != nil {
 		c.failFrom(o, j, 0, err)
+		c.unpin(o)
 		return
 	}
-	defer rc.Close()
+	var writes sync.WaitGroup
+	defer writes.Wait()
+	defer rc.Close() // frees the fetch slot before waiting for the writes
 	for i, f := range j.flights {
 		b := j.b0 + i
 		buf, bp := c.blockBuf(o, b)
-		if _, err := io.ReadFull(rc, buf); err != nil {
+		crc, err := readBlock(rc, buf)
+		if err != nil {
 			c.putBuf(o, bp)
 			c.failFrom(o, j, i, fetchErr(c, o, err))
+			c.unpin(o)
 			return
 		}
-		c.storeBlock(o, b, f, buf, bp)
+		f.publish(buf, bp)
+		if i < len(j.flights)-1 {
+			o.addPin() // the write's own; the last one takes the job's
+		}
+		writes.Go(func() { c.storeBlock(o, b, f, buf, crc) })
 	}
 }
 
@@ -343,9 +318,11 @@ func (c *Cache) fetchParts(o *object, j job) {
 	if ferr != nil {
 		c.putBuf(o, bp)
 		c.failFrom(o, j, 0, ferr)
+		c.unpin(o)
 		return
 	}
-	c.storeBlock(o, b, j.flights[0], buf, bp)
+	j.flights[0].publish(buf, bp)
+	c.storeBlock(o, b, j.flights[0], buf, blockCRC(buf))
 }
 
 func fetchErr(c *Cache, o *object, err error) error {
@@ -361,7 +338,7 @@ func fetchErr(c *Cache, o *object, err error) error {
 // failFrom fails the flights of j from index i on.
 func (c *Cache) failFrom(o *object, j job, i int, err error) {
 	for ; i < len(j.flights); i++ {
-		c.complete(o, j.b0+i, j.flights[i], err, nil)
+		c.complete(o, j.b0+i, j.flights[i], err)
 	}
 }
 

@@ -216,6 +216,7 @@ func (c *Cache) unpin(o *object) {
 	o.mu.Unlock()
 	defer c.mu.Unlock()
 	if pins == 0 {
+		o.dropKept(c.pool(o.bs))
 		switch {
 		case state == stateCurrent && c.objs[o.info.Key] == o && !c.closed:
 			o.idle = c.idle.PushFront(o)
@@ -337,7 +338,15 @@ func (h *Handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	b0, b1 := int(off/o.bs), int((off+int64(len(p))-1)/o.bs)
 	if o.ready.hasRange(b0, b1) {
 		if f := o.file.Load(); f != nil {
-			n, err := f.ReadAt(p, off)
+			var (
+				n   int
+				err error
+			)
+			if o.keptBits.hasAny(b0, b1) {
+				n, err = h.c.readReady(o, p, off)
+			} else {
+				n, err = f.ReadAt(p, off)
+			}
 			if n == len(p) {
 				h.c.stats.hits.Add(1)
 				h.c.stats.hitBytes.Add(int64(n))
@@ -384,6 +393,9 @@ func (h *Handle) LocalPath() (string, bool) {
 		return "", false
 	}
 	if !o.allReady() {
+		o.settle(h.c.ctx) // blocks read but still being written
+	}
+	if !o.allReady() {
 		if !o.allPresent() {
 			return "", false
 		}
@@ -416,11 +428,13 @@ func (h *Handle) LocalPath() (string, bool) {
 	return o.path, true
 }
 
-// Close unpins the object.
+// Close unpins the object, once the blocks that arrived are written, so
+// that what was read through the handle is cached when Close returns.
 func (h *Handle) Close() error {
 	if h.closed.Swap(true) {
 		return nil
 	}
+	h.o.settle(h.c.ctx)
 	h.c.unpin(h.o)
 	return nil
 }

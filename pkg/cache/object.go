@@ -28,6 +28,16 @@ func (b bitset) hasRange(lo, hi int) bool {
 	return true
 }
 
+// hasAny reports whether some block in [lo, hi] is in the set.
+func (b bitset) hasAny(lo, hi int) bool {
+	for i := lo; i <= hi; i++ {
+		if b[i/64].Load()&(1<<(i%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // words returns a plain copy.
 func (b bitset) words() []uint64 {
 	w := make([]uint64, len(b))
@@ -71,8 +81,13 @@ type object struct {
 	// present: recorded as present (in the index or by a write of this
 	// process) but maybe not verified yet.
 	present bitset
+	// keptBits: blocks whose buffer is kept in kept (a lock-free hint).
+	keptBits bitset
 	// file is the data file once it exists; set before any ready bit.
 	file atomic.Pointer[os.File]
+	// direct is a second descriptor of file opened with O_DIRECT for
+	// block writes (writeback.go), once the first block is written.
+	direct atomic.Pointer[os.File]
 	// atime is the last access in unix ns.
 	atime atomic.Int64
 
@@ -80,6 +95,9 @@ type object struct {
 	// guarded by mu
 	crcs     []uint32
 	inflight map[int]*flight
+	// kept: ready blocks written with O_DIRECT whose fetch buffer is kept
+	// for the reader to come (writeback_kept.go).
+	kept map[int]*flight
 	// pins counts handles and running fetches; pinned objects are never
 	// evicted and keep their data file.
 	pins  int
@@ -97,19 +115,46 @@ type object struct {
 	// keepPath: a newer install of the same version took over path, so
 	// removing this object must not unlink it.
 	keepPath bool
+	// noDirect: the data file refused O_DIRECT; blocks are written
+	// through file.
+	noDirect bool
 
 	// guarded by Cache.mu
 	idle *list.Element // position in Cache.idle while unpinned
 }
 
-// flight is one block being fetched or verified; readers of the block wait
-// on done.
+// flight is one block being fetched or verified. It stays in the
+// object's inflight map until the block is ready (written or verified) or
+// failed; readers of the block wait on avail or done.
 type flight struct {
+	// done is closed when the block is ready, failed (err) or could not be
+	// cached (buf then stays set).
 	done chan struct{}
-	// err and data are set before done is closed. data holds the block's
-	// bytes when they could not be cached (disk full); it is never reused.
-	err  error
-	data []byte
+	// avail is closed when buf holds the fetched block, which may be
+	// before it is written; never for a block verified good.
+	avail chan struct{}
+	// err is set before done is closed.
+	err error
+
+	mu sync.RWMutex
+	// guarded by mu
+	// buf is the block's bytes from publish until the block is written
+	// and, if it was written with O_DIRECT and kept, until it is read or
+	// dropped; then nil (bp back in the pool). When the block could not be
+	// cached (disk full) buf is a copy that stays (bp nil).
+	buf []byte
+	bp  *[]byte
+
+	// consumed: a read reached the end of the block, so its buffer need
+	// not be kept once the block is written.
+	consumed atomic.Bool
+	// elem is the flight's entry in its pool's kept list; guarded by
+	// bufPool.mu.
+	elem *list.Element
+}
+
+func newFlight() *flight {
+	return &flight{done: make(chan struct{}), avail: make(chan struct{})}
 }
 
 func newObject(c *Cache, info objstore.ObjectInfo, bs int64) *object {
@@ -125,9 +170,18 @@ func newObject(c *Cache, info objstore.ObjectInfo, bs int64) *object {
 		small:    info.Size <= c.opts.SmallObjectSize,
 		ready:    newBitset(n),
 		present:  newBitset(n),
+		keptBits: newBitset(n),
 		crcs:     make([]uint32, n),
 		inflight: make(map[int]*flight),
 	}
+}
+
+// addPin adds a pin to o, which must be pinned already (so it is not on
+// the idle list).
+func (o *object) addPin() {
+	o.mu.Lock()
+	o.pins++
+	o.mu.Unlock()
 }
 
 // blockLen is the length of block b.
@@ -216,5 +270,8 @@ func (o *object) takePath(id objID) bool {
 func (o *object) closeFile() {
 	if f := o.file.Swap(nil); f != nil {
 		_ = f.Close()
+	}
+	if d := o.direct.Swap(nil); d != nil {
+		_ = d.Close()
 	}
 }

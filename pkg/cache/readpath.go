@@ -1,0 +1,116 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+)
+
+// The read path past the lock-free hit (Handle.ReadAt): blocks being
+// fetched are copied from their flight's buffer as soon as they arrived,
+// ready blocks from their kept buffer (writeback_kept.go) or the data file.
+
+// readSlow serves a read that touches blocks not ready yet.
+func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (int, error) {
+	b0, b1 := int(off/o.bs), int((off+int64(len(p))-1)/o.bs)
+	flights := c.acquire(o, b0, b1)
+	end := off + int64(len(p))
+	n := 0
+	hit := true // no block had to wait for the bucket
+	for i, f := range flights {
+		b := b0 + i
+		lo, hi := max(off, int64(b)*o.bs), min(end, int64(b+1)*o.bs)
+		seg := p[lo-off : hi-off]
+		if f != nil {
+			// The bytes are in the flight's buffer from when the GET
+			// delivered them until the block is written.
+			select {
+			case <-f.avail:
+			case <-f.done:
+			default:
+				hit = false
+				select {
+				case <-f.avail:
+				case <-f.done:
+				case <-ctx.Done():
+					return n, ctx.Err()
+				}
+			}
+			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
+				n += m
+				if hi == int64(b)*o.bs+o.blockLen(b) {
+					// Read to its end: no need to keep it after the write.
+					f.consumed.Store(true)
+					o.unkeep(b, f, c.pool(o.bs))
+				}
+				continue
+			}
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return n, ctx.Err()
+			}
+			if f.err != nil {
+				return n, f.err
+			}
+			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
+				n += m // fetched but not cached
+				continue
+			}
+		}
+		m, err := c.copyReady(o, b, seg, lo)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	if hit {
+		c.stats.hits.Add(1)
+		c.stats.hitBytes.Add(int64(n))
+		c.touch(o)
+		return n, nil
+	}
+	c.stats.misses.Add(1)
+	c.stats.missBytes.Add(int64(n))
+	c.touch(o)
+	return n, nil
+}
+
+// readReady reads p at off, all of it in ready blocks: kept bytes from
+// memory, the rest from the data file.
+func (c *Cache) readReady(o *object, p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	n := 0
+	for b := int(off / o.bs); n < len(p); b++ {
+		lo, hi := max(off, int64(b)*o.bs), min(end, int64(b+1)*o.bs)
+		m, err := c.copyReady(o, b, p[lo-off:hi-off], lo)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// copyReady reads seg at lo from ready block b: from its kept buffer when
+// there is one (dropped once a read reaches the end of the block), else
+// from the data file.
+func (c *Cache) copyReady(o *object, b int, seg []byte, lo int64) (int, error) {
+	start := int64(b) * o.bs
+	if f := o.keptFlight(b); f != nil {
+		if m, ok := f.copyAt(seg, lo-start); ok {
+			if lo+int64(m) == start+o.blockLen(b) {
+				o.unkeep(b, f, c.pool(o.bs))
+			}
+			return m, nil
+		}
+	}
+	file := o.file.Load()
+	if file == nil {
+		return 0, fmt.Errorf("cache: block %d of %q has no data file", b, o.info.Key)
+	}
+	m, err := file.ReadAt(seg, lo)
+	if err != nil {
+		err = fmt.Errorf("cache: read data file: %w", err)
+	}
+	return m, err
+}

@@ -1,0 +1,184 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Write-back of fetched blocks, off the reader's critical path. A fetch
+// computes a block's CRC32C piece by piece as its bytes arrive and
+// publishes them on the block's flight as soon as the block is complete,
+// so waiting readers copy them from memory at once; the write to the data
+// file and the in-memory presence record follow in the background, and
+// only then does the flight complete.
+// The flight stays in the object's inflight map until then, so the block
+// still has exactly one flight (no second GET) while it is being written.
+//
+// Aligned blocks are written with O_DIRECT through a second descriptor of
+// the same data file: on this kind of machine a buffered pwrite of a
+// block costs several times the CPU of receiving it from the network (page
+// allocation, copy, dirty accounting, later writeback), while a direct
+// write is a DMA from the fetch buffer. So that readers arriving after the
+// write need not read the block back from the disk, its buffer is kept a
+// while (writeback_kept.go). Buffers come from a bounded pool
+// (writeback_pool.go), which makes fetches wait when writes fall behind.
+
+// directAlign is the alignment O_DIRECT needs of buffers, offsets and
+// lengths: the largest logical block size in use (4 KiB sectors).
+const directAlign = 4096
+
+// publish makes the block's bytes readable by the flight's waiters before
+// they are written to the data file. bp is buf's pooled backing (nil for
+// an unpooled buffer).
+func (f *flight) publish(buf []byte, bp *[]byte) {
+	f.mu.Lock()
+	f.buf, f.bp = buf, bp
+	f.mu.Unlock()
+	close(f.avail)
+}
+
+// copyAt copies the published block's bytes from off into p; false means
+// the flight holds no bytes (not published yet, or written and released).
+func (f *flight) copyAt(p []byte, off int64) (int, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.buf == nil {
+		return 0, false
+	}
+	return copy(p, f.buf[off:]), true
+}
+
+// release returns the published buffer to its pool once the block is in
+// the data file; readers still copying hold the read lock until done.
+func (f *flight) release(p *bufPool) {
+	f.mu.Lock()
+	bp := f.bp
+	f.buf, f.bp = nil, nil
+	f.mu.Unlock()
+	if bp != nil {
+		p.put(bp)
+	}
+}
+
+// abandon keeps the published bytes with the flight for good (the block
+// could not be cached): as a heap copy, the pool's buffer going back.
+func (f *flight) abandon(p *bufPool) {
+	f.mu.Lock()
+	bp := f.bp
+	if bp != nil {
+		f.buf, f.bp = bytes.Clone(f.buf), nil
+	}
+	f.mu.Unlock()
+	if bp != nil {
+		p.put(bp)
+	}
+}
+
+// published reports whether f's block arrived (it may not be written yet).
+func (f *flight) published() bool {
+	select {
+	case <-f.avail:
+		return true
+	default:
+		return false
+	}
+}
+
+// settle waits until the blocks of o that arrived are written (or ctx
+// ends), so that what was read is cached: a Handle closes, LocalPath
+// checks for a complete file.
+func (o *object) settle(ctx context.Context) {
+	o.mu.Lock()
+	var pending []*flight
+	for _, f := range o.inflight {
+		if f.published() {
+			pending = append(pending, f)
+		}
+	}
+	o.mu.Unlock()
+	for _, f := range pending {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// directWriterLocked returns the O_DIRECT descriptor of o's data file f,
+// opening it on first use; nil when direct I/O is unavailable (the file
+// system refuses it, e.g. tmpfs). The caller holds o.mu.
+func (o *object) directWriterLocked(f *os.File) *os.File {
+	if o.noDirect {
+		return nil
+	}
+	if d := o.direct.Load(); d != nil {
+		return d
+	}
+	// Reopen the descriptor's own inode (never the path: an install may
+	// have put another file there) for writing, with O_DIRECT.
+	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		o.noDirect = true
+		return nil
+	}
+	o.direct.Store(d)
+	return d
+}
+
+// directOK reports whether data can be written with O_DIRECT at off.
+func directOK(data []byte, off int64) bool {
+	return len(data) > 0 && len(data)%directAlign == 0 && off%directAlign == 0 &&
+		uintptr(unsafe.Pointer(unsafe.SliceData(data)))%directAlign == 0
+}
+
+// pwriteBlock writes data at off through o's direct descriptor d when it
+// can, else (or when the direct write is refused) through f. direct
+// reports a direct write: its bytes are not in the page cache.
+func (o *object) pwriteBlock(f, d *os.File, data []byte, off int64) (direct bool, err error) {
+	if d != nil && directOK(data, off) {
+		_, err := d.WriteAt(data, off)
+		if !errors.Is(err, unix.EINVAL) {
+			return true, err
+		}
+		o.mu.Lock()
+		o.noDirect = true // the descriptor stays open until closeFile
+		o.mu.Unlock()
+	}
+	_, err = f.WriteAt(data, off)
+	return false, err
+}
+
+// readChunk is the most readBlock asks of one Read: small enough that the
+// piece is still in the CPU's cache when its CRC is computed (a second
+// pass over a 4 MiB block, or over a piece of several MiB, reads it back
+// from memory, which costs as much as receiving it).
+const readChunk = 64 << 10
+
+// readBlock fills buf from r and returns its CRC32C, computed piece by
+// piece right after each piece arrived.
+func readBlock(r io.Reader, buf []byte) (uint32, error) {
+	var crc uint32
+	for n := 0; n < len(buf); {
+		m, err := r.Read(buf[n:min(len(buf), n+readChunk)])
+		crc = crc32.Update(crc, castagnoli, buf[n:n+m])
+		n += m
+		switch {
+		case n == len(buf):
+			return crc, nil
+		case err == io.EOF:
+			return crc, io.ErrUnexpectedEOF
+		case err != nil:
+			return crc, err
+		}
+	}
+	return crc, nil
+}

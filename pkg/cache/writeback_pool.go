@@ -1,0 +1,138 @@
+package cache
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// bufPool owns the block buffers of one block size: fetch buffers,
+// published and kept blocks, verification and install buffers. It bounds
+// how many exist (maxBufs): get takes a free buffer, else allocates one
+// while below the bound, else reclaims the oldest kept block, else waits
+// for a put. Every buffer is given back in bounded time (a write or a
+// verification ends; kept blocks are reclaimable), so the wait ends and
+// fetches slow down to the disk's pace instead of growing memory.
+//
+// The free list is not a sync.Pool: that one is emptied every other GC
+// cycle, which a stream of block allocations triggers often, and every new
+// buffer costs a page fault per 4 KiB on first touch, on a VM about as
+// much CPU as receiving its bytes. Free buffers go to the garbage
+// collector once the pool was idle for poolIdle. The pool also holds the
+// cache's list of kept blocks of its size (writeback_kept.go).
+type bufPool struct {
+	// constant
+	size    int
+	maxBufs int
+
+	mu sync.Mutex
+	// guarded by mu
+	cond  sync.Cond // signalled when a buffer is put back
+	free  []*[]byte
+	total int         // buffers handed out or free; INVARIANT: total <= maxBufs
+	used  bool        // a get since the last idle check
+	timer *time.Timer // the idle check, nil when the free list is empty
+	// kept lists the kept blocks (keptRef), oldest first.
+	// INVARIANT: an entry is in kept iff its flight is in its object's
+	// kept map, except between its removal here and unkeep.
+	kept list.List
+}
+
+const (
+	// poolBytes bounds the bytes of a pool's buffers: a full read-ahead
+	// of fetch buffers and kept blocks.
+	poolBytes = 128 << 20
+	// poolIdle is how long unused free buffers stay.
+	poolIdle = 5 * time.Second
+)
+
+func newBufPool(size int64) *bufPool {
+	p := &bufPool{size: int(size), maxBufs: max(4, int(poolBytes/size))}
+	p.cond.L = &p.mu
+	return p
+}
+
+// get returns a buffer of the pool's size (contents undefined), waiting
+// while all maxBufs buffers are in use.
+func (p *bufPool) get() *[]byte {
+	p.mu.Lock()
+	p.used = true
+	for {
+		if n := len(p.free); n > 0 {
+			b := p.free[n-1]
+			p.free[n-1] = nil
+			p.free = p.free[:n-1]
+			p.mu.Unlock()
+			return b
+		}
+		if p.total < p.maxBufs {
+			p.total++
+			p.mu.Unlock()
+			return p.alloc()
+		}
+		if e := p.kept.Front(); e != nil {
+			v := p.kept.Remove(e).(keptRef)
+			v.f.elem = nil
+			p.mu.Unlock()
+			v.o.unkeep(v.b, v.f, p) // puts the buffer back
+			p.mu.Lock()
+			continue
+		}
+		p.cond.Wait()
+	}
+}
+
+// put returns a buffer from get; nobody may use it afterwards.
+func (p *bufPool) put(b *[]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, b)
+	p.cond.Signal()
+	if p.timer == nil {
+		p.timer = time.AfterFunc(poolIdle, p.trimIdle)
+	}
+}
+
+// trimIdle drops the free buffers if nothing was taken since the last
+// check.
+func (p *bufPool) trimIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used && len(p.free) > 0 {
+		p.used = false
+		p.timer.Reset(poolIdle)
+		return
+	}
+	p.total -= len(p.free)
+	for _, b := range p.free {
+		p.dealloc(b)
+	}
+	p.free, p.used, p.timer = nil, false, nil
+}
+
+// mmapMin is the smallest buffer allocated outside the Go heap.
+const mmapMin = 1 << 20
+
+// alloc makes a buffer. Large ones are anonymous mappings with huge pages
+// where the kernel offers them: page aligned (O_DIRECT), never scanned
+// or zeroed by the garbage collector, and touched in 2 MiB faults instead
+// of 4 KiB ones.
+func (p *bufPool) alloc() *[]byte {
+	if p.size >= mmapMin {
+		b, err := unix.Mmap(-1, 0, p.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE|unix.MAP_POPULATE)
+		if err == nil {
+			return &b
+		}
+	}
+	b := make([]byte, p.size)
+	return &b
+}
+
+// dealloc frees a buffer from alloc that nothing refers to any more.
+func (p *bufPool) dealloc(b *[]byte) {
+	if p.size >= mmapMin {
+		_ = unix.Munmap(*b) // EINVAL for a heap buffer: the GC frees it
+	}
+}

@@ -1,0 +1,171 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestBufPoolBound(t *testing.T) {
+	p := newBufPool(64 * kib)
+	p.maxBufs = 2
+	a, b := p.get(), p.get()
+	got := make(chan *[]byte)
+	go func() { got <- p.get() }()
+	select {
+	case <-got:
+		t.Fatal("get returned a third buffer from a pool of two")
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.put(a)
+	select {
+	case c := <-got:
+		if c != a {
+			t.Error("the waiting get did not receive the buffer put back")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("get still waiting after a put")
+	}
+	p.put(b)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.total != 2 || len(p.free) != 1 {
+		t.Errorf("total %d, free %d; want 2 and 1", p.total, len(p.free))
+	}
+}
+
+// poolIdle checks that every buffer of c's pool for block size bs is back
+// and no block is kept.
+func poolIdleCheck(t *testing.T, c *Cache, bs int64) {
+	t.Helper()
+	p := c.pool(bs)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.total != len(p.free) || p.kept.Len() != 0 {
+		t.Errorf("pool: %d buffers, %d free, %d kept; want all free, none kept", p.total, len(p.free), p.kept.Len())
+	}
+	if p.total > p.maxBufs {
+		t.Errorf("pool: %d buffers, bound %d", p.total, p.maxBufs)
+	}
+}
+
+// TestSequentialReadsWithTinyPool reads several large objects at once,
+// prefetching like the FUSE layer, with a pool of three block buffers:
+// fetches wait for buffers and reclaim kept blocks, and everything still
+// completes byte-exact with every buffer back at the end.
+func TestSequentialReadsWithTinyPool(t *testing.T) {
+	opts := testOpts()
+	c, fake, _ := newFixture(t, opts)
+	c.pool(opts.BlockSize).maxBufs = 3
+	const readers = 4
+	var wg sync.WaitGroup
+	for i := range readers {
+		data := randBytes(uint64(300+i), 2*mib+7*kib)
+		info := put(t, fake, fmt.Sprintf("seq/%d", i), data)
+		wg.Go(func() {
+			h, err := c.OpenObject(context.Background(), info)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer h.Close()
+			buf := make([]byte, 48*kib)
+			var out []byte
+			for off := int64(0); off < info.Size; off += int64(len(buf)) {
+				h.Prefetch(off, 512*kib)
+				n, err := h.ReadAt(context.Background(), buf, off)
+				if err != nil && n+int(off) != int(info.Size) {
+					t.Errorf("%s: ReadAt(%d): %v", info.Key, off, err)
+					return
+				}
+				out = append(out, buf[:n]...)
+			}
+			if !bytes.Equal(out, data) {
+				t.Errorf("%s: bytes differ", info.Key)
+			}
+		})
+	}
+	wg.Wait()
+	poolIdleCheck(t, c, opts.BlockSize)
+}
+
+// TestReadBackAfterDirectWrite checks that blocks written with O_DIRECT
+// (where the file system supports it) are kept for the reader behind the
+// prefetch until it has read them, that the data file holds the object,
+// and that no buffer is left behind.
+func TestReadBackAfterDirectWrite(t *testing.T) {
+	opts := testOpts()
+	c, fake, dir := newFixture(t, opts)
+	data := randBytes(310, 1*mib+5*kib) // 17 blocks, the last one short
+	info := put(t, fake, "direct", data)
+	h := openObj(t, c, info)
+	h.Prefetch(0, info.Size)
+	waitReady(t, h)
+	direct := directSupported(t, dir)
+	h.o.mu.Lock()
+	kept := len(h.o.kept)
+	h.o.mu.Unlock()
+	if direct && (h.o.direct.Load() == nil || kept == 0) {
+		t.Errorf("O_DIRECT supported, but direct descriptor %v, %d blocks kept", h.o.direct.Load() != nil, kept)
+	}
+	if got := readAll(t, h, 48*kib); !bytes.Equal(got, data) {
+		t.Fatal("read differs")
+	}
+	h.o.mu.Lock()
+	kept = len(h.o.kept)
+	h.o.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("%d blocks still kept after being read to their end", kept)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := os.ReadFile(h.o.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onDisk, data) {
+		t.Error("data file differs from the object")
+	}
+	poolIdleCheck(t, c, opts.BlockSize)
+
+	// Prefetched but never read: the last pin drops the kept buffers.
+	h = openObj(t, c, put(t, fake, "unread", data))
+	h.Prefetch(0, info.Size)
+	waitReady(t, h)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	poolIdleCheck(t, c, opts.BlockSize)
+}
+
+// waitReady waits until every block of h's object is ready.
+func waitReady(t *testing.T, h *Handle) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !h.o.allReady(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("prefetch did not complete")
+		}
+	}
+}
+
+func directSupported(t *testing.T, dir string) bool {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "odirect-probe"), os.O_RDWR|os.O_CREATE|unix.O_DIRECT, 0o600)
+	if errors.Is(err, unix.EINVAL) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return os.Remove(f.Name()) == nil
+}
