@@ -178,7 +178,7 @@ func isNoSpace(err error) bool {
 
 // blockBuf returns a buffer for block b: pooled for large blocks, a plain
 // allocation for short ones (a 4 KiB object needs no 4 MiB buffer). bp is
-// what putBuf returns to the pool.
+// what putBuf returns to the pool. It may wait for the pool (see get).
 func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
 	n := o.blockLen(b)
 	if n < o.bs/4 {
@@ -186,6 +186,19 @@ func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
 	}
 	bp = c.pool(o.bs).get()
 	return (*bp)[:n], bp
+}
+
+// tryBlockBuf is blockBuf without the wait: false when the pool is
+// exhausted.
+func (c *Cache) tryBlockBuf(o *object, b int) (buf []byte, bp *[]byte, ok bool) {
+	n := o.blockLen(b)
+	if n < o.bs/4 {
+		return make([]byte, n), nil, true
+	}
+	if bp, ok = c.pool(o.bs).tryGet(); !ok {
+		return nil, nil, false
+	}
+	return (*bp)[:n], bp, true
 }
 
 func (c *Cache) putBuf(o *object, bp *[]byte) {

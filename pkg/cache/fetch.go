@@ -252,26 +252,62 @@ func (b *semBody) Close() error {
 // published to its readers as soon as its bytes arrived and written to
 // the data file in the background while the GET goes on; the job ends
 // (and unpins the object) when the writes are done.
+//
+// Fetch slots and pool buffers are taken in one order per block size, so
+// that no holder of one waits for a holder of the other. Blocks up to
+// PartSize: slot (the open GET), then buffers; waiting for a buffer with
+// the GET open makes the fetch follow the disk's pace. Larger blocks
+// (bufferFirst): fetchParts holds a buffer while its parts wait for slots,
+// so a ranged fetch takes each buffer before it opens the GET and, when
+// the pool runs dry mid-GET, closes the GET while it waits and goes on
+// with a new one.
 func (c *Cache) fetchRange(o *object, j job) {
-	off := int64(j.b0) * o.bs
 	end := min(o.info.Size, int64(j.b1+1)*o.bs)
-	rc, err := c.read(o, off, end-off)
-	if err != nil {
-		c.failFrom(o, j, 0, err)
-		c.unpin(o)
-		return
-	}
-	var writes sync.WaitGroup
+	bufferFirst := o.bs > c.opts.PartSize
+	var (
+		rc     io.ReadCloser
+		writes sync.WaitGroup
+	)
 	defer writes.Wait()
-	defer rc.Close() // frees the fetch slot before waiting for the writes
+	defer func() { // frees the fetch slot before waiting for the writes
+		if rc != nil {
+			_ = rc.Close()
+		}
+	}()
+	open := func(b int) (err error) {
+		rc, err = c.read(o, int64(b)*o.bs, end-int64(b)*o.bs)
+		return err
+	}
+	fail := func(i int, bp *[]byte, err error) {
+		c.putBuf(o, bp)
+		c.failFrom(o, j, i, err)
+		c.unpin(o)
+	}
 	for i, f := range j.flights {
 		b := j.b0 + i
-		buf, bp := c.blockBuf(o, b)
+		if rc == nil && !bufferFirst {
+			if err := open(b); err != nil {
+				fail(i, nil, err)
+				return
+			}
+		}
+		buf, bp, ok := c.tryBlockBuf(o, b)
+		if !ok {
+			if bufferFirst && rc != nil {
+				_ = rc.Close()
+				rc = nil
+			}
+			buf, bp = c.blockBuf(o, b)
+		}
+		if rc == nil {
+			if err := open(b); err != nil {
+				fail(i, bp, err)
+				return
+			}
+		}
 		crc, err := readBlock(rc, buf)
 		if err != nil {
-			c.putBuf(o, bp)
-			c.failFrom(o, j, i, fetchErr(c, o, err))
-			c.unpin(o)
+			fail(i, bp, fetchErr(c, o, err))
 			return
 		}
 		f.publish(buf, bp)

@@ -109,8 +109,9 @@ func (c *Cache) listDataFiles(rep *Report) (map[objID]dataFile, error) {
 }
 
 func (c *Cache) verifyObjects(ctx context.Context, tx *bolt.Tx, files map[objID]dataFile, seen map[objID]bool, rep *Report) error {
-	bp := c.pool(c.opts.BlockSize).get()
-	defer c.pool(c.opts.BlockSize).put(bp)
+	// Not a pool buffer: waiting for one while holding flushMu could wait
+	// for a block write that waits for flushMu (evictSync).
+	var buf []byte
 	var sum int64
 	err := tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
@@ -140,7 +141,6 @@ func (c *Cache) verifyObjects(ctx context.Context, tx *bolt.Tx, files map[objID]
 			return nil
 		}
 		defer f.Close()
-		buf := *bp
 		if int64(len(buf)) < rec.BlockSize {
 			buf = make([]byte, rec.BlockSize)
 		}

@@ -31,9 +31,11 @@ type bufPool struct {
 	// guarded by mu
 	cond  sync.Cond // signalled when a buffer is put back
 	free  []*[]byte
-	total int         // buffers handed out or free; INVARIANT: total <= maxBufs
-	used  bool        // a get since the last idle check
-	timer *time.Timer // the idle check, nil when the free list is empty
+	total int  // buffers handed out or free; INVARIANT: total <= maxBufs
+	used  bool // a get since the last idle check
+	// waiters counts gets blocked in cond.Wait.
+	waiters int
+	timer   *time.Timer // the idle check, nil when the free list is empty
 	// kept lists the kept blocks (keptRef), oldest first.
 	// INVARIANT: an entry is in kept iff its flight is in its object's
 	// kept map, except between its removal here and unkeep.
@@ -55,8 +57,24 @@ func newBufPool(size int64) *bufPool {
 }
 
 // get returns a buffer of the pool's size (contents undefined), waiting
-// while all maxBufs buffers are in use.
+// while all maxBufs buffers are in use. A caller must not hold anything a
+// holder of a buffer may wait for: flushMu (block writes evict), an
+// object's mu (reclaiming a kept block takes it), a fetch slot where parts
+// of blocks wait for slots (fetchRange).
 func (p *bufPool) get() *[]byte {
+	b, _ := p.take(true)
+	return b
+}
+
+// tryGet is get without the wait: false when all maxBufs buffers are in
+// use and no kept block can be reclaimed.
+func (p *bufPool) tryGet() (*[]byte, bool) {
+	return p.take(false)
+}
+
+// take gets a free buffer, else allocates one while below the bound, else
+// reclaims the oldest kept block, else waits for a put (or gives up).
+func (p *bufPool) take(wait bool) (*[]byte, bool) {
 	p.mu.Lock()
 	p.used = true
 	for {
@@ -65,12 +83,12 @@ func (p *bufPool) get() *[]byte {
 			p.free[n-1] = nil
 			p.free = p.free[:n-1]
 			p.mu.Unlock()
-			return b
+			return b, true
 		}
 		if p.total < p.maxBufs {
 			p.total++
 			p.mu.Unlock()
-			return p.alloc()
+			return p.alloc(), true
 		}
 		if e := p.kept.Front(); e != nil {
 			v := p.kept.Remove(e).(keptRef)
@@ -80,7 +98,13 @@ func (p *bufPool) get() *[]byte {
 			p.mu.Lock()
 			continue
 		}
+		if !wait {
+			p.mu.Unlock()
+			return nil, false
+		}
+		p.waiters++
 		p.cond.Wait()
+		p.waiters--
 	}
 }
 
