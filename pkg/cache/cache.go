@@ -334,7 +334,7 @@ func (c *Cache) pool(bs int64) *bufPool {
 	if p, ok := c.pools.Load(bs); ok {
 		return p.(*bufPool)
 	}
-	p, _ := c.pools.LoadOrStore(bs, newBufPool(bs))
+	p, _ := c.pools.LoadOrStore(bs, newBufPool(bs, c.tune.poolIdle))
 	return p.(*bufPool)
 }
 

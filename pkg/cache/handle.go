@@ -216,7 +216,9 @@ func (c *Cache) unpin(o *object) {
 	o.mu.Unlock()
 	defer c.mu.Unlock()
 	if pins == 0 {
+		// Every block write holds a pin: none runs now.
 		o.dropKept(c.pool(o.bs))
+		o.closeDirect()
 		switch {
 		case state == stateCurrent && c.objs[o.info.Key] == o && !c.closed:
 			o.idle = c.idle.PushFront(o)

@@ -86,7 +86,8 @@ type object struct {
 	// file is the data file once it exists; set before any ready bit.
 	file atomic.Pointer[os.File]
 	// direct is a second descriptor of file opened with O_DIRECT for
-	// block writes (writeback.go), once the first block is written.
+	// block writes (writeback.go), from the first block write until the
+	// last pin goes (so idle objects hold one descriptor, not two).
 	direct atomic.Pointer[os.File]
 	// atime is the last access in unix ns.
 	atime atomic.Int64
@@ -271,7 +272,5 @@ func (o *object) closeFile() {
 	if f := o.file.Swap(nil); f != nil {
 		_ = f.Close()
 	}
-	if d := o.direct.Swap(nil); d != nil {
-		_ = d.Close()
-	}
+	o.closeDirect()
 }

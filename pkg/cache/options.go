@@ -132,6 +132,9 @@ type tuning struct {
 	// verifyParallel bounds concurrent verification jobs, and so the
 	// block buffers verification holds.
 	verifyParallel int
+	// poolIdle is how long a block buffer pool keeps free buffers and
+	// kept blocks nobody uses (writeback_pool.go).
+	poolIdle time.Duration
 }
 
 func defaultTuning() tuning {
@@ -141,5 +144,6 @@ func defaultTuning() tuning {
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,
 		verifyParallel: 2,
+		poolIdle:       5 * time.Second,
 	}
 }

@@ -134,6 +134,14 @@ func (o *object) directWriterLocked(f *os.File) *os.File {
 	return d
 }
 
+// closeDirect closes o's O_DIRECT descriptor, if open. No write may be
+// running: o is unpinned (its last pin just went) or unreachable.
+func (o *object) closeDirect() {
+	if d := o.direct.Swap(nil); d != nil {
+		_ = d.Close()
+	}
+}
+
 // directOK reports whether data can be written with O_DIRECT at off.
 func directOK(data []byte, off int64) bool {
 	return len(data) > 0 && len(data)%directAlign == 0 && off%directAlign == 0 &&

@@ -1,12 +1,15 @@
 package cache
 
+import "time"
+
 // Kept blocks. A block written with O_DIRECT is on disk but not in the
 // page cache, so a reader arriving after the write (the usual case for a
 // sequential reader behind its read-ahead) would read it back from the
 // disk. Instead the block's buffer is kept from when the block becomes
 // ready until a read reaches the end of the block, the last pin of the
-// object goes, the cache keeps more than keepLimit blocks of that size, or
-// the pool needs a buffer (the oldest kept block goes first). Reads of
+// object goes, the cache keeps more than keepLimit blocks of that size,
+// the pool needs a buffer (the oldest kept block goes first), or nobody
+// read it to its end within the pool's idle time. Reads of
 // ready blocks copy kept bytes from memory and pread the rest (readpath.go).
 //
 // Lock order: object.mu → flight.mu → bufPool.mu; nothing holding a
@@ -14,9 +17,10 @@ package cache
 
 // keptRef is one kept block in its pool's list.
 type keptRef struct {
-	o *object
-	b int
-	f *flight
+	o  *object
+	b  int
+	f  *flight
+	at time.Time // when it was kept
 }
 
 // keepLimit is how many blocks of o's size the cache keeps at most: one
@@ -103,8 +107,10 @@ func (o *object) keptFlight(b int) *flight {
 func (p *bufPool) push(r keptRef, limit int) []keptRef {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	r.at = time.Now()
 	r.f.elem = p.kept.PushBack(r)
 	p.cond.Broadcast()
+	p.armLocked()
 	var out []keptRef
 	for p.kept.Len() > limit {
 		e := p.kept.Front()

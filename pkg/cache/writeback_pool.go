@@ -19,13 +19,14 @@ import (
 // The free list is not a sync.Pool: that one is emptied every other GC
 // cycle, which a stream of block allocations triggers often, and every new
 // buffer costs a page fault per 4 KiB on first touch, on a VM about as
-// much CPU as receiving its bytes. Free buffers go to the garbage
-// collector once the pool was idle for poolIdle. The pool also holds the
-// cache's list of kept blocks of its size (writeback_kept.go).
+// much CPU as receiving its bytes. Free buffers are freed once the pool
+// was idle for idle. The pool also holds the cache's list of kept blocks
+// of its size (writeback_kept.go).
 type bufPool struct {
 	// constant
 	size    int
 	maxBufs int
+	idle    time.Duration // how long free buffers and kept blocks stay unused
 
 	mu sync.Mutex
 	// guarded by mu
@@ -35,23 +36,23 @@ type bufPool struct {
 	used  bool // a get since the last idle check
 	// waiters counts gets blocked in cond.Wait.
 	waiters int
-	timer   *time.Timer // the idle check, nil when the free list is empty
+	// timer runs the idle check; nil when no buffer is free and no block
+	// kept.
+	timer *time.Timer
 	// kept lists the kept blocks (keptRef), oldest first.
 	// INVARIANT: an entry is in kept iff its flight is in its object's
 	// kept map, except between its removal here and unkeep.
 	kept list.List
 }
 
-const (
-	// poolBytes bounds the bytes of a pool's buffers: a full read-ahead
-	// of fetch buffers and kept blocks.
-	poolBytes = 128 << 20
-	// poolIdle is how long unused free buffers stay.
-	poolIdle = 5 * time.Second
-)
+// poolBytes bounds the bytes of a pool's buffers: a full read-ahead of
+// fetch buffers and kept blocks.
+const poolBytes = 128 << 20
 
-func newBufPool(size int64) *bufPool {
-	p := &bufPool{size: int(size), maxBufs: max(4, int(poolBytes/size))}
+// newBufPool makes the pool of size-byte buffers; free buffers and kept
+// blocks unused for idle go.
+func newBufPool(size int64, idle time.Duration) *bufPool {
+	p := &bufPool{size: int(size), maxBufs: max(4, int(poolBytes/size)), idle: idle}
 	p.cond.L = &p.mu
 	return p
 }
@@ -114,35 +115,59 @@ func (p *bufPool) put(b *[]byte) {
 	defer p.mu.Unlock()
 	p.free = append(p.free, b)
 	p.cond.Signal()
+	p.armLocked()
+}
+
+// armLocked starts the idle check unless it runs; the caller holds mu.
+func (p *bufPool) armLocked() {
 	if p.timer == nil {
-		p.timer = time.AfterFunc(poolIdle, p.trimIdle)
+		p.timer = time.AfterFunc(p.idle, p.trimIdle)
 	}
 }
 
-// trimIdle drops the free buffers if nothing was taken since the last
-// check.
+// trimIdle runs every idle while buffers are free or blocks kept: it
+// drops the blocks kept longer than idle (a reader that never came back
+// must not hold them while its file stays open) and the free buffers if
+// nothing was taken since the last check.
 func (p *bufPool) trimIdle() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.used && len(p.free) > 0 {
-		p.used = false
-		p.timer.Reset(poolIdle)
-		return
+	var stale []keptRef
+	for e := p.kept.Front(); e != nil; e = p.kept.Front() {
+		v := e.Value.(keptRef)
+		if time.Since(v.at) < p.idle {
+			break
+		}
+		p.kept.Remove(e)
+		v.f.elem = nil
+		stale = append(stale, v)
 	}
-	p.total -= len(p.free)
-	for _, b := range p.free {
-		p.dealloc(b)
+	if !p.used {
+		p.total -= len(p.free)
+		for _, b := range p.free {
+			p.dealloc(b)
+		}
+		p.free = nil
 	}
-	p.free, p.used, p.timer = nil, false, nil
+	p.used = false
+	if len(p.free) > 0 || p.kept.Len() > 0 || len(stale) > 0 {
+		p.timer.Reset(p.idle)
+	} else {
+		p.timer = nil
+	}
+	p.mu.Unlock()
+	for _, v := range stale {
+		v.o.unkeep(v.b, v.f, p) // puts the buffer back, freed at a later check
+	}
 }
 
 // mmapMin is the smallest buffer allocated outside the Go heap.
 const mmapMin = 1 << 20
 
-// alloc makes a buffer. Large ones are anonymous mappings with huge pages
-// where the kernel offers them: page aligned (O_DIRECT), never scanned
-// or zeroed by the garbage collector, and touched in 2 MiB faults instead
-// of 4 KiB ones.
+// alloc makes a buffer. Large ones are anonymous mappings: page aligned
+// (O_DIRECT), never scanned or zeroed by the garbage collector, and
+// faulted in at once (MAP_POPULATE) rather than page by page on first
+// touch; with transparent huge pages "always" (not "madvise") in 2 MiB
+// pages.
 func (p *bufPool) alloc() *[]byte {
 	if p.size >= mmapMin {
 		b, err := unix.Mmap(-1, 0, p.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE|unix.MAP_POPULATE)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 func (p *bufPool) waiting() int {
@@ -55,6 +57,66 @@ func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 		if n, err := r.h.ReadAt(ctx, got, 0); err != nil || !bytes.Equal(got[:n], r.want) {
 			t.Fatalf("%s: read %d bytes, %v (deadlocked fetches time out)", r.h.Info().Key, n, err)
 		}
+	}
+}
+
+// TestKeptBlocksExpire: blocks kept for a reader that never reads them
+// to their end go after the pool's idle time, although the file stays
+// open; then the pool frees its buffers. The last pin also closes the
+// O_DIRECT descriptor, so idle objects hold one descriptor.
+func TestKeptBlocksExpire(t *testing.T) {
+	opts := testOpts()
+	dir := t.TempDir()
+	if !directSupported(t, dir) {
+		t.Skip("the test directory's file system refuses O_DIRECT: nothing is kept (TestNoDirectIO covers that case)")
+	}
+	tune := testTuning()
+	tune.poolIdle = 50 * time.Millisecond
+	fake := objstoretest.NewFake()
+	c, err := open(context.Background(), dir, fake, opts, tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	data := randBytes(510, 1*mib)
+	h := openObj(t, c, put(t, fake, "unread", data))
+	h.Prefetch(0, h.Info().Size)
+	waitReady(t, h)
+	p := c.pool(opts.BlockSize)
+	kept := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.kept.Len()
+	}
+	if kept() == 0 {
+		t.Fatal("no block kept after a direct write")
+	}
+	waitFor(t, "unread kept blocks to expire with the file open", func() bool { return kept() == 0 })
+	h.o.mu.Lock()
+	inObject := len(h.o.kept)
+	h.o.mu.Unlock()
+	if inObject != 0 || h.o.keptBits.hasAny(0, h.o.nblocks-1) {
+		t.Errorf("object still keeps %d blocks", inObject)
+	}
+	if got := readAll(t, h, 48*kib); !bytes.Equal(got, data) {
+		t.Error("read after expiry differs")
+	}
+	if h.o.direct.Load() == nil {
+		t.Error("no O_DIRECT descriptor while the object is pinned")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h.o.direct.Load() != nil {
+		t.Error("O_DIRECT descriptor still open after the last pin went")
+	}
+	waitFor(t, "the idle pool to free its buffers", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.total == 0 && p.timer == nil
+	})
+	if _, err := c.Verify(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 func TestBufPoolBound(t *testing.T) {
-	p := newBufPool(64 * kib)
+	p := newBufPool(64*kib, time.Minute)
 	p.maxBufs = 2
 	a, b := p.get(), p.get()
 	got := make(chan *[]byte)
