@@ -239,16 +239,20 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight
 	o.mu.Lock()
 	f, err := o.openFileLocked(true)
 	var d *os.File
+	var derr error
 	if err == nil {
-		d = o.directWriterLocked(f)
+		d, derr = o.directWriterLocked(f)
 	}
 	o.mu.Unlock()
+	if derr != nil {
+		klog.V(2).InfoS("Data file refuses O_DIRECT; writing through the page cache", "volume", c.opts.VolumeID, "err", derr)
+	}
 	var direct bool
 	if err == nil {
-		direct, err = o.pwriteBlock(f, d, data, off)
+		direct, err = c.pwriteBlock(o, f, d, data, off)
 		if isNoSpace(err) {
 			c.evictSync(n)
-			direct, err = o.pwriteBlock(f, d, data, off)
+			direct, err = c.pwriteBlock(o, f, d, data, off)
 		}
 	}
 	if err != nil {

@@ -47,6 +47,14 @@
 // transaction, no allocation. Misses start one job per run of blocks (one
 // flight per block, so concurrent readers of a block share one GET).
 //
+// A fetched block goes to its waiting readers from the fetch buffer as
+// soon as it arrived; the write to the data file (O_DIRECT where the file
+// system allows) follows in the background (writeback.go), holding a pin
+// and the block's flight, and only then is the block present and ready.
+// Buffers come from a bounded pool per block size (writeback_pool.go);
+// blocks written directly keep theirs a while for the reader behind the
+// read-ahead (writeback_kept.go). Close waits for the writes.
+//
 // # Invariants
 //
 //   - Data before index: a block is recorded present in the index only

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 )
 
 // Write-back of fetched blocks, off the reader's critical path. A fetch
@@ -32,7 +33,10 @@ import (
 // (writeback_pool.go), which makes fetches wait when writes fall behind.
 
 // directAlign is the alignment O_DIRECT needs of buffers, offsets and
-// lengths: the largest logical block size in use (4 KiB sectors).
+// lengths: the largest logical block size in use (4 KiB sectors). Direct
+// writes are also page aligned (directOK), so that no page of the page
+// cache spans a block written directly and one read or written through it
+// (which the kernel cannot keep coherent).
 const directAlign = 4096
 
 // publish makes the block's bytes readable by the flight's waiters before
@@ -115,23 +119,24 @@ func (o *object) settle(ctx context.Context) {
 
 // directWriterLocked returns the O_DIRECT descriptor of o's data file f,
 // opening it on first use; nil when direct I/O is unavailable (the file
-// system refuses it, e.g. tmpfs). The caller holds o.mu.
-func (o *object) directWriterLocked(f *os.File) *os.File {
+// system refuses it, e.g. ramfs), with the reason the first time. The
+// caller holds o.mu.
+func (o *object) directWriterLocked(f *os.File) (*os.File, error) {
 	if o.noDirect {
-		return nil
+		return nil, nil
 	}
 	if d := o.direct.Load(); d != nil {
-		return d
+		return d, nil
 	}
 	// Reopen the descriptor's own inode (never the path: an install may
 	// have put another file there) for writing, with O_DIRECT.
 	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_DIRECT, 0)
 	if err != nil {
 		o.noDirect = true
-		return nil
+		return nil, err
 	}
 	o.direct.Store(d)
-	return d
+	return d, nil
 }
 
 // closeDirect closes o's O_DIRECT descriptor, if open. No write may be
@@ -144,21 +149,23 @@ func (o *object) closeDirect() {
 
 // directOK reports whether data can be written with O_DIRECT at off.
 func directOK(data []byte, off int64) bool {
-	return len(data) > 0 && len(data)%directAlign == 0 && off%directAlign == 0 &&
-		uintptr(unsafe.Pointer(unsafe.SliceData(data)))%directAlign == 0
+	align := max(directAlign, os.Getpagesize())
+	return len(data) > 0 && len(data)%align == 0 && off%int64(align) == 0 &&
+		uintptr(unsafe.Pointer(unsafe.SliceData(data)))%uintptr(align) == 0
 }
 
 // pwriteBlock writes data at off through o's direct descriptor d when it
 // can, else (or when the direct write is refused) through f. direct
 // reports a direct write: its bytes are not in the page cache.
-func (o *object) pwriteBlock(f, d *os.File, data []byte, off int64) (direct bool, err error) {
+func (c *Cache) pwriteBlock(o *object, f, d *os.File, data []byte, off int64) (direct bool, err error) {
 	if d != nil && directOK(data, off) {
 		_, err := d.WriteAt(data, off)
 		if !errors.Is(err, unix.EINVAL) {
 			return true, err
 		}
+		klog.V(2).InfoS("Direct write refused; writing through the page cache", "volume", c.opts.VolumeID, "err", err)
 		o.mu.Lock()
-		o.noDirect = true // the descriptor stays open until closeFile
+		o.noDirect = true // the descriptor stays open until the last pin goes
 		o.mu.Unlock()
 	}
 	_, err = f.WriteAt(data, off)

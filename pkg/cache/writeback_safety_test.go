@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
@@ -117,6 +121,149 @@ func TestKeptBlocksExpire(t *testing.T) {
 	})
 	if _, err := c.Verify(context.Background()); err != nil {
 		t.Error(err)
+	}
+}
+
+// mountRamfs mounts a ramfs (root only), a file system that refuses
+// O_DIRECT.
+func mountRamfs(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a ramfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "ramfs", "-o", "mode=0700", "ramfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount ramfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// TestNoDirectIO: on a file system that refuses O_DIRECT blocks are
+// written through the page cache, nothing is kept, and the cache reads
+// back, reopens and verifies like anywhere else.
+func TestNoDirectIO(t *testing.T) {
+	dir := mountRamfs(t) + "/cache"
+	if directSupported(t, filepath.Dir(dir)) {
+		t.Fatal("ramfs accepted O_DIRECT")
+	}
+	fake := objstoretest.NewFake()
+	opts := testOpts()
+	c := openTest(t, dir, fake, opts)
+	data := randBytes(520, 1*mib+5*kib)
+	info := put(t, fake, "ramfs", data)
+	h := openObj(t, c, info)
+	h.Prefetch(0, info.Size)
+	if got := readAll(t, h, 48*kib); !bytes.Equal(got, data) {
+		t.Fatal("read differs")
+	}
+	waitReady(t, h)
+	h.o.mu.Lock()
+	noDirect, kept := h.o.noDirect, len(h.o.kept)
+	h.o.mu.Unlock()
+	if !noDirect || kept != 0 || h.o.direct.Load() != nil {
+		t.Errorf("noDirect %v, %d blocks kept, direct descriptor %v; want buffered writes only", noDirect, kept, h.o.direct.Load() != nil)
+	}
+	h.Close()
+	poolIdleCheck(t, c, opts.BlockSize)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fake.SetError(objstoretest.OpRead, objstore.ErrUnavailable)
+	c = openTest(t, dir, fake, opts)
+	defer c.Close()
+	if got := readObject(t, c, info); !bytes.Equal(got, data) {
+		t.Error("reopened cache read differs")
+	}
+	if _, err := c.Verify(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCloseDrainsWriteBack: a reader has every byte before the blocks are
+// written; closing the cache right after (the handle still open) waits for
+// the writes and records them, so the reopened cache serves the object
+// without the bucket and verifies.
+func TestCloseDrainsWriteBack(t *testing.T) {
+	fake := objstoretest.NewFake()
+	dir := t.TempDir()
+	opts := testOpts()
+	c := openTest(t, dir, fake, opts)
+	data := randBytes(530, 2*mib+3*kib)
+	info := put(t, fake, "drain", data)
+	h := openObj(t, c, info)
+	h.Prefetch(0, info.Size)
+	if got := readAll(t, h, 256*kib); !bytes.Equal(got, data) {
+		t.Fatal("read differs")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !h.o.allReady() {
+		t.Error("Close returned with blocks still being written")
+	}
+	h.Close()
+	fake.SetError(objstoretest.OpRead, objstore.ErrUnavailable)
+	c = openTest(t, dir, fake, opts)
+	defer c.Close()
+	if _, err := c.Verify(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if got := readObject(t, c, info); !bytes.Equal(got, data) {
+		t.Error("reopened cache read differs")
+	}
+}
+
+// TestNoEvictionDuringWriteBack: a fetch whose handle closed before the
+// bytes arrived still pins its object until its blocks are written, so
+// an eviction meanwhile leaves the object, its record and its data file
+// alone.
+func TestNoEvictionDuringWriteBack(t *testing.T) {
+	opts := testOpts()
+	c, fake, _ := newFixture(t, opts)
+	data := randBytes(540, 512*kib)
+	info := put(t, fake, "pinned-by-write", data)
+	h := openObj(t, c, info)
+	buf := make([]byte, 64*kib)
+	if _, err := h.ReadAt(context.Background(), buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	mustFlush(t, c) // in the index, so an eviction candidate
+
+	gate := make(chan struct{})
+	fake.SetHook(func(ctx context.Context, op objstoretest.Op, key string) error {
+		if op == objstoretest.OpRead {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	h = openObj(t, c, info)
+	o := h.o
+	h.Prefetch(0, info.Size)
+	h.Close() // nothing arrived: the fetch's pin remains
+	if freed := c.evict(0, -1); freed != 0 {
+		t.Errorf("evicted %d bytes of an object being fetched", freed)
+	}
+	close(gate)
+	waitFor(t, "the fetch to finish", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.pins == 0 && o.allReady()
+	})
+	c.mu.Lock()
+	current := c.objs[info.Key] == o
+	c.mu.Unlock()
+	if !current {
+		t.Fatal("object left the cache during its fetch")
+	}
+	fake.SetError(objstoretest.OpRead, objstore.ErrUnavailable)
+	if got := readObject(t, c, info); !bytes.Equal(got, data) {
+		t.Error("read differs")
 	}
 }
 
