@@ -228,10 +228,10 @@ func (s *sessionFS) SetLkw(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Statu
 }
 
 func (s *sessionFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
+	s.released(in.NodeId, in.Fh) // counted even if the node cannot be revived
 	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
 		return
 	}
-	s.released(in.NodeId, in.Fh)
 	if in.Fh = s.release(in.Fh); in.Fh != 0 {
 		s.RawFileSystem.Release(cancel, in)
 	}

@@ -61,7 +61,7 @@ func runReaderChild(specJSON string) int {
 }
 
 // readOnce opens spec.Once, says "open", waits for a line on stdin, reads
-// the file and prints "ok SHA" or "err MESSAGE".
+// and closes the file and prints "ok SHA" or "err MESSAGE".
 func readOnce(spec readerSpec) int {
 	f, err := os.Open(filepath.Join(spec.Dir, spec.Once))
 	if err != nil {
@@ -72,6 +72,12 @@ func readOnce(spec readerSpec) int {
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
+		fmt.Println("err", err)
+		return 1
+	}
+	// Closed before the answer: the file's release must not wait for
+	// this process's exit, which is slow under the race detector.
+	if err := f.Close(); err != nil {
 		fmt.Println("err", err)
 		return 1
 	}
