@@ -154,7 +154,13 @@ func (m *Manager) adopt(ctx context.Context, v *volume) bool {
 		fd.Close()
 		return false
 	}
+	ev := HealEvent{Time: t0, Cause: "node plugin restarted", Pause: time.Since(t0), Method: "takeover"}
+	m.heals.Add(1)
+	v.mu.Lock()
+	v.heals++
+	v.last = &ev
+	v.mu.Unlock()
 	klog.InfoS("took over the connection held across a node plugin restart", "volume", req.VolumeID,
-		"session", e.Session, "pause", time.Since(t0))
+		"session", e.Session, "pause", ev.Pause)
 	return true
 }

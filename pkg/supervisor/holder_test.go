@@ -132,8 +132,8 @@ func TestRestartTakesTheHeldConnectionOver(t *testing.T) {
 		t.Errorf("held %+v after the takeover, want %+v", e, held)
 	}
 	st, err := second.m.Check(t.Context(), req.VolumeID)
-	if err != nil || !st.Healthy {
-		t.Errorf("Check = %+v, %v", st, err)
+	if err != nil || !st.Healthy || st.Heals != 1 || st.LastHeal == nil || st.LastHeal.Method != "takeover" || second.m.Heals() != 1 {
+		t.Errorf("Check = %+v (last heal %+v), %v; the takeover must count as a heal", st, st.LastHeal, err)
 	}
 }
 
