@@ -42,6 +42,7 @@ type Cache struct {
 	pools           sync.Map // block size → *bufPool
 	statSF          group[string, objstore.ObjectInfo]
 	listSF          group[string, Listing]
+	primeSF         group[string, Listing]
 	disk            diskFree
 
 	// used is the bytes the data files allocate (st_blocks), plus
@@ -80,6 +81,9 @@ type Cache struct {
 	usageMu sync.Mutex
 	// guarded by usageMu
 	lastUsage usageFile // last written usage file
+
+	primeMu sync.Mutex
+	primed  map[string]time.Time // guarded by primeMu: directories Prime listed, and when
 
 	metaMu sync.Mutex
 	// guarded by metaMu

@@ -102,6 +102,11 @@ func (c *Cache) Stat(ctx context.Context, key string) (objstore.ObjectInfo, erro
 			return objstore.ObjectInfo{}, fmt.Errorf("cache: %q: %w", key, objstore.ErrNotFound)
 		}
 	}
+	if absent, err := c.listedAbsent(key); err != nil {
+		return objstore.ObjectInfo{}, err
+	} else if absent {
+		return objstore.ObjectInfo{}, fmt.Errorf("cache: %q: %w", key, objstore.ErrNotFound)
+	}
 	return c.statSF.do(ctx, key, func() (objstore.ObjectInfo, error) {
 		c.stats.bucketRequests.Add(1)
 		info, err := c.store.Stat(ctx, key)

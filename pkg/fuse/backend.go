@@ -18,6 +18,7 @@ type cacheBackend interface {
 	InodesOf(paths []string) ([]uint64, error)
 	PathOf(ino uint64) (string, bool)
 	KnownDir(key string) (isDir, known bool)
+	Prime(ctx context.Context, dirPrefix string) error
 	RenameInodes(src, dst string) error
 	OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error)
 	StagingDir() string

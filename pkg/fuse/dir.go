@@ -82,6 +82,9 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *gofuse.EntryOut)
 	}
 	ctx, cancel := d.fsys.opContext(ctx)
 	defer cancel()
+	// Readers open many files of a directory by name: one listing page
+	// answers them instead of a HEAD each (a failure leaves it to Stat).
+	_ = d.fsys.cache.Prime(ctx, dirPrefix(dir))
 	info, err := d.fsys.cache.Stat(ctx, key)
 	if err == nil {
 		return d.fileChild(ctx, name, key, info, 0, out)

@@ -159,6 +159,9 @@ func (c *fakeCache) PathOf(ino uint64) (string, bool) {
 	return "", false
 }
 
+// Prime does nothing: the fake stats every key in the store.
+func (c *fakeCache) Prime(context.Context, string) error { return nil }
+
 func (c *fakeCache) KnownDir(key string) (bool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
