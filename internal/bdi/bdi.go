@@ -9,6 +9,7 @@
 package bdi
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,8 +35,7 @@ func setReadAhead(root string, dev uint64, bytes int64) error {
 	if bytes <= 0 {
 		return fmt.Errorf("bdi: read-ahead %d must be positive", bytes)
 	}
-	p := filepath.Join(root, fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)), "read_ahead_kb")
-	if err := os.WriteFile(p, []byte(strconv.FormatInt((bytes+1023)/1024, 10)), 0); err != nil {
+	if err := os.WriteFile(raPath(root, dev), []byte(strconv.FormatInt((bytes+1023)/1024, 10)), 0); err != nil {
 		return fmt.Errorf("bdi: set read-ahead: %w", err)
 	}
 	return nil
@@ -47,21 +47,18 @@ func ReadAhead(dev uint64) (int64, error) {
 }
 
 func readAhead(root string, dev uint64) (int64, error) {
-	p := filepath.Join(root, fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)), "read_ahead_kb")
-	b, err := os.ReadFile(p)
+	b, err := os.ReadFile(raPath(root, dev))
 	if err != nil {
 		return 0, fmt.Errorf("bdi: read-ahead: %w", err)
 	}
-	kb, err := strconv.ParseInt(string(trimNL(b)), 10, 64)
+	kb, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("bdi: read-ahead %q: %w", b, err)
 	}
 	return kb << 10, nil
 }
 
-func trimNL(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
+// raPath is the read-ahead file of dev under root.
+func raPath(root string, dev uint64) string {
+	return filepath.Join(root, fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)), "read_ahead_kb")
 }

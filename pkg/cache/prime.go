@@ -47,6 +47,7 @@ func (c *Cache) Prime(ctx context.Context, dirPrefix string) error {
 	if l, ok, err := c.cachedListing(dirPrefix); err != nil {
 		return err
 	} else if ok && fresh(now, l.FetchedAt, c.opts.MetadataTTL) {
+		c.notePrimed(dirPrefix, l.FetchedAt) // the next lookups skip decoding it
 		return nil
 	}
 	_, err := c.primeSF.do(ctx, dirPrefix, func() (Listing, error) {
@@ -70,15 +71,20 @@ func (c *Cache) Prime(ctx context.Context, dirPrefix string) error {
 		if p.NextToken == "" {
 			c.setListing(dirPrefix, &l)
 		}
-		c.primeMu.Lock()
-		if c.primed == nil || len(c.primed) >= primedMax {
-			c.primed = map[string]time.Time{}
-		}
-		c.primed[dirPrefix] = l.FetchedAt
-		c.primeMu.Unlock()
+		c.notePrimed(dirPrefix, l.FetchedAt)
 		return l, nil
 	})
 	return err
+}
+
+// notePrimed remembers that dir's attributes were listed at t.
+func (c *Cache) notePrimed(dir string, t time.Time) {
+	c.primeMu.Lock()
+	defer c.primeMu.Unlock()
+	if c.primed == nil || len(c.primed) >= primedMax {
+		c.primed = map[string]time.Time{}
+	}
+	c.primed[dir] = t
 }
 
 // listedAbsent reports whether the fresh listing of key's directory shows

@@ -153,20 +153,11 @@ func (r *nodeRig) waitHealthy(t *testing.T, volumeID, path string) {
 
 // mountDev is the device number of the mount on path (its FUSE
 // connection), from the mount table.
-func mountDev(t *testing.T, path string) string {
+func mountDev(t *testing.T, path string) uint64 {
 	t.Helper()
-	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	dev, err := supervisor.NewLinuxKernel().MountDev(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dev := ""
-	for _, mi := range infos {
-		if mi.MountPoint == path {
-			dev = fmt.Sprintf("%d:%d", mi.Major, mi.Minor)
-		}
-	}
-	if dev == "" {
-		t.Fatalf("nothing mounted on %s", path)
 	}
 	return dev
 }
@@ -248,7 +239,7 @@ func TestChaosNodePlugin(t *testing.T) {
 		r.waitHealthy(t, volumeID, staging)
 		done = append(done, killAt{at: at, healed: time.Now()})
 		if got := mountDev(t, target); got != dev {
-			t.Errorf("restart %d replaced the mount (device %s, was %s)", i+1, got, dev)
+			t.Errorf("restart %d replaced the mount (device %d, was %d)", i+1, got, dev)
 		}
 	}
 	time.Sleep(time.Second) // readers go on after the last restart
