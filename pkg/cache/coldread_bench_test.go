@@ -31,8 +31,9 @@ const coldSeqSize = 1 << 30
 // file write, shows); "s3like" adds 20 ms to the first byte of every GET
 // and caps each connection at 100 MB/s (network-bound: the parallelism
 // of the read-ahead shows). "fuse" is pkg/fuse's detector (a window of
-// 4 MiB doubling to 64 MiB, topped up when the reader has consumed half);
-// "eager" tops the window up as soon as one part of it is free.
+// 16 MiB doubling to 64 MiB, topped up as soon as one part of it is
+// free); "half" is the one it replaced (4 MiB, topped up when the reader
+// has consumed half of the window).
 //
 //	go test -run '^$' -bench ColdSequential -benchtime 6x ./pkg/cache/
 func BenchmarkColdSequential(b *testing.B) {
@@ -45,9 +46,9 @@ func BenchmarkColdSequential(b *testing.B) {
 		ra    readAhead
 	}{
 		{"loopback/fuse", minio, fuseReadAhead},
-		{"loopback/eager", minio, eagerReadAhead},
+		{"loopback/half", minio, halfReadAhead},
 		{"s3like/fuse", s3like, fuseReadAhead},
-		{"s3like/eager", s3like, eagerReadAhead},
+		{"s3like/half", s3like, halfReadAhead},
 	} {
 		b.Run(bc.name, func(b *testing.B) { benchColdSequential(b, bc.store, info, bc.ra) })
 	}
@@ -154,26 +155,27 @@ func rangedDownload(ctx context.Context, store objstore.Store, info objstore.Obj
 // prefetch window (up to max) given what was prefetched up to ahead.
 type readAhead func(window, ahead, end, max int64) (newWindow int64, prefetch bool)
 
-// fuseReadAhead is pkg/fuse's seqDetector: 4 MiB first, doubled (up to
-// max) each time the reader has consumed half of what was prefetched.
+// fuseReadAhead is pkg/fuse's seqDetector: a 16 MiB first window, doubled
+// (up to max) each time the reader has consumed half of what was
+// prefetched or one part of it, so that a reader waiting for the oldest
+// part does not leave fetch slots idle.
 func fuseReadAhead(window, ahead, end, maxWin int64) (int64, bool) {
 	switch {
 	case window == 0:
-		return 4 * mib, true
-	case ahead-end < window/2:
+		return 2 * DefaultPartSize, true
+	case ahead-end < window/2 || ahead-end <= window-DefaultPartSize:
 		return min(2*window, maxWin), true
 	}
 	return window, false
 }
 
-// eagerReadAhead grows the window like fuseReadAhead but acts as soon as
-// one part of the window is free instead of half of it, so that a reader
-// waiting for the oldest part does not leave fetch slots idle.
-func eagerReadAhead(window, ahead, end, maxWin int64) (int64, bool) {
+// halfReadAhead is the detector pkg/fuse had before, for comparison: 4 MiB
+// first, doubled only when the reader has consumed half of the window.
+func halfReadAhead(window, ahead, end, maxWin int64) (int64, bool) {
 	switch {
 	case window == 0:
 		return 4 * mib, true
-	case ahead-end < window/2 || ahead-end <= window-DefaultPartSize:
+	case ahead-end < window/2:
 		return min(2*window, maxWin), true
 	}
 	return window, false

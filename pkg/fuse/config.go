@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/basin-csi/basin/pkg/cache"
 )
 
 // Config is the file system's behaviour. Durations follow the volume
@@ -44,8 +46,13 @@ const (
 	DefaultDirMode   os.FileMode = 0o755
 	DefaultReadAhead int64       = 64 << 20
 	DefaultOpTimeout             = 60 * time.Second
-	// MinPrefetch is the first prefetch window of a sequential reader.
-	MinPrefetch int64 = 4 << 20
+	// MinPrefetch is the first prefetch window of a sequential reader: two
+	// of the cache's ranged GETs, so that a cold reader does not spend its
+	// first round trips ramping up (pkg/cache BenchmarkColdSequential).
+	MinPrefetch = 2 * cache.DefaultPartSize
+	// prefetchStep is how much of the window must be free before it is
+	// topped up: one ranged GET.
+	prefetchStep = cache.DefaultPartSize
 	// foreverTimeout stands in for "forever" in kernel timeouts.
 	foreverTimeout = 365 * 24 * time.Hour
 )

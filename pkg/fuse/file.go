@@ -282,7 +282,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		oh.Close()
 		return nil, 0, 0, true
 	}
-	h := &readHandle{node: n, oh: oh, det: newSeqDetector(MinPrefetch, n.fsys.cfg.ReadAhead)}
+	h := &readHandle{node: n, oh: oh, det: newSeqDetector(MinPrefetch, n.fsys.cfg.ReadAhead, prefetchStep)}
 	switch {
 	case n.ptOpens > 0:
 		// Every open of an inode with a backing file must use it.

@@ -4,12 +4,15 @@ package fuse
 // prefetch. A read that starts near where the previous one ended continues
 // a sequential run; the kernel issues readahead requests concurrently and
 // slightly out of order, so "near" allows a gap of one maximum request in
-// either direction. A run starts with a window of min bytes, doubles it each
-// time the reader has consumed half of what was prefetched, and stops
-// growing at max. A random read ends the run. Not safe for concurrent use.
+// either direction. A run starts with a window of min bytes and doubles it,
+// up to max, each time the reader has consumed half of what was prefetched
+// or one step (the cache's ranged-GET size) of it: topping the window up as
+// soon as one fetch's worth is free keeps every fetch slot busy while the
+// reader waits for the oldest part. A random read ends the run. Not safe for
+// concurrent use.
 type seqDetector struct {
 	// constant
-	min, max int64
+	min, max, step int64
 
 	next   int64 // where a sequential read is expected to start
 	window int64 // current prefetch window; 0 outside a run
@@ -20,11 +23,11 @@ type seqDetector struct {
 // still count as sequential: the largest FUSE read request.
 const seqTolerance = 1 << 20
 
-func newSeqDetector(minWindow, maxWindow int64) seqDetector {
+func newSeqDetector(minWindow, maxWindow, step int64) seqDetector {
 	if maxWindow > 0 && minWindow > maxWindow {
 		minWindow = maxWindow
 	}
-	return seqDetector{min: minWindow, max: maxWindow}
+	return seqDetector{min: minWindow, max: maxWindow, step: step}
 }
 
 // observe records a read of n bytes at off in an object of size bytes and
@@ -45,7 +48,7 @@ func (d *seqDetector) observe(off, n, size int64) (pfOff, pfLen int64) {
 	switch {
 	case d.window == 0:
 		d.window = d.min
-	case d.ahead-end < d.window/2:
+	case d.ahead-end < d.window/2 || d.ahead-end <= d.window-d.step:
 		d.window = min(2*d.window, d.max)
 	default:
 		return 0, 0 // enough is in flight

@@ -37,7 +37,7 @@ func TestSeqDetector(t *testing.T) {
 		{name: "prefetch stops at the end of the object", max: maxW, reads: seq(size-10*req, 10), wantPrefetch: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newSeqDetector(minW, tc.max)
+			d := newSeqDetector(minW, tc.max, 8<<20)
 			var prefetched bool
 			var maxWindow int64
 			for _, r := range tc.reads {
@@ -65,7 +65,7 @@ func TestSeqDetector(t *testing.T) {
 
 func TestSeqDetectorToleratesReordering(t *testing.T) {
 	// Kernel readahead sends concurrent requests that arrive out of order.
-	d := newSeqDetector(4<<20, 64<<20)
+	d := newSeqDetector(4<<20, 64<<20, 8<<20)
 	const req = 128 << 10
 	var calls int
 	for base := int64(0); base < 64<<20; base += 4 * req {
@@ -95,7 +95,7 @@ func TestReadIssuesPrefetch(t *testing.T) {
 	}
 	info, _ := store.Stat(context.Background(), "f")
 	oh, _ := c.OpenObject(context.Background(), info)
-	h := &readHandle{node: &fileNode{fsys: fsys}, oh: oh, det: newSeqDetector(MinPrefetch, fsys.cfg.ReadAhead)}
+	h := &readHandle{node: &fileNode{fsys: fsys}, oh: oh, det: newSeqDetector(MinPrefetch, fsys.cfg.ReadAhead, prefetchStep)}
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < 32<<20; off += int64(len(buf)) {
 		if _, errno := h.Read(context.Background(), buf, off); errno != 0 {
