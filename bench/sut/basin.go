@@ -12,8 +12,9 @@ import (
 // bucket, with the flags of the FUSE issue: a persistent cache directory,
 // metadata cached forever (the data sets are immutable during the run) and
 // a 256 MiB read-ahead window. Credentials are passed in the standard AWS
-// environment variables. bin is the csi-driver binary.
-func NewBasin(env Env, bin string) System {
+// environment variables. bin is the csi-driver binary; extra flags come
+// after the defaults, so they override them.
+func NewBasin(env Env, bin string, extra ...string) System {
 	return newFuseSystem(env, recipe{
 		name:        "basin",
 		backend:     BackendS3,
@@ -27,7 +28,7 @@ func NewBasin(env Env, bin string) System {
 		check: checkBasinMount,
 		note:  "keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY",
 		args: func(mnt, cache, _ string) []string {
-			return []string{"mount",
+			args := []string{"mount",
 				"--endpoint", env.S3.Endpoint,
 				"--region", env.S3.Region,
 				"--path-style",
@@ -37,8 +38,8 @@ func NewBasin(env Env, bin string) System {
 				"--negative-metadata-ttl", "5m",
 				"--read-ahead", "256Mi",
 				"--foreground",
-				"s3://" + env.S3.Bucket, mnt,
 			}
+			return append(append(args, extra...), "s3://"+env.S3.Bucket, mnt)
 		},
 	})
 }

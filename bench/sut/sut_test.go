@@ -74,6 +74,15 @@ func TestNoSecretsInArgv(t *testing.T) {
 	}
 }
 
+func TestBasinExtraFlagsComeBeforeTheSource(t *testing.T) {
+	env := Env{WorkDir: t.TempDir(), S3: S3Target{Endpoint: "http://127.0.0.1:1", Bucket: "b"}}
+	d := NewBasin(env, "/bin/true", "--read-ahead=64Mi").Describe()
+	ra, extra, src := strings.Index(d, "--read-ahead 256Mi"), strings.Index(d, "--read-ahead=64Mi"), strings.Index(d, "s3://b")
+	if ra < 0 || extra < ra || src < extra {
+		t.Fatalf("want the default, then the extra flag, then the source: %q", d)
+	}
+}
+
 func TestUnavailable(t *testing.T) {
 	env := Env{WorkDir: t.TempDir(), ToolsBin: t.TempDir()}
 	tests := []struct {

@@ -15,7 +15,6 @@ import (
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
 	"github.com/basin-csi/basin/pkg/objstore"
-	"github.com/basin-csi/basin/pkg/objstore/backend"
 )
 
 // bucket is the benchmark bucket's name on both servers.
@@ -133,7 +132,7 @@ func startS3(ctx context.Context, cfg config) side {
 	oc := objstore.Config{Backend: objstore.BackendS3, Bucket: bucket, Endpoint: sd.server.Endpoint,
 		Region: servers.MinIORegion, PathStyle: true}
 	creds := objstore.Credentials{AccessKeyID: servers.MinIOAccessKey, SecretAccessKey: servers.MinIOSecretKey}
-	sd.store, sd.err = openBucket(ctx, oc, creds)
+	sd.store, sd.err = servers.OpenBucket(ctx, oc, creds)
 	return sd
 }
 
@@ -162,21 +161,8 @@ func startGCS(ctx context.Context, cfg config) side {
 		return sd
 	}
 	oc := objstore.Config{Backend: objstore.BackendGCS, Bucket: bucket, Endpoint: sd.server.Endpoint}
-	sd.store, sd.err = openBucket(ctx, oc, objstore.Credentials{})
+	sd.store, sd.err = servers.OpenBucket(ctx, oc, objstore.Credentials{})
 	return sd
-}
-
-// openBucket creates the bucket if needed and opens it.
-func openBucket(ctx context.Context, oc objstore.Config, creds objstore.Credentials) (objstore.Store, error) {
-	admin, err := backend.OpenAdmin(ctx, oc, creds)
-	if err != nil {
-		return nil, err
-	}
-	defer admin.Close()
-	if err := admin.CreateBucket(ctx, oc.Bucket); err != nil {
-		return nil, fmt.Errorf("create bucket %s: %w", oc.Bucket, err)
-	}
-	return backend.Open(ctx, oc, creds)
 }
 
 // side returns the side a backend reads, nil for local.

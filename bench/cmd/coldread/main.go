@@ -1,0 +1,293 @@
+// Command coldread measures the FUSE issue's cold-read goal on a real
+// mount: one sequential reader of a large object through a fresh Basin
+// mount with an empty cache, against a plain download of the same object
+// by parallel ranged GETs into memory, both through the same WAN emulator
+// in front of MinIO. Rounds alternate which side goes first, the page
+// cache is dropped before each side, and the report gives every round's
+// ratio (mount/download), their median and the GETs each side sent.
+//
+// Run it as root (FUSE mount, drop_caches) from the repository root, after
+// building the driver:
+//
+//	go build -o bin/csi-driver ./cmd/csi-driver
+//	go run ./bench/cmd/coldread                  # WAN defaults: 30 ms, 60 MB/s per connection
+//	go run ./bench/cmd/coldread -conn-mbps 0 -ttfb 0   # loopback MinIO, CPU-bound
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/servers"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/wanproxy"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/backend"
+)
+
+const bucket = "basin-coldread"
+
+type config struct {
+	basin, minio, tools, work string
+	basinFlags                []string
+	size, part                int64
+	parallel, rounds          int
+	proxy                     wanproxy.Config
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "coldread:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	home, _ := os.UserHomeDir()
+	c := config{proxy: wanproxy.DefaultConfig("")}
+	fs := flag.NewFlagSet("coldread", flag.ContinueOnError)
+	fs.StringVar(&c.basin, "basin", "bin/csi-driver", "csi-driver binary")
+	fs.StringVar(&c.minio, "minio", "minio", "MinIO binary (name or path)")
+	fs.StringVar(&c.tools, "tools", filepath.Join(home, ".cache/basin-tools/bin"), "directory searched first for minio")
+	fs.StringVar(&c.work, "work", "/var/tmp/basin-coldread", "work directory (MinIO data is kept for later runs)")
+	fs.Int64Var(&c.size, "size", 2<<30, "object size, bytes")
+	fs.Int64Var(&c.part, "part", 8<<20, "download: bytes per ranged GET")
+	fs.IntVar(&c.parallel, "parallel", 8, "download: concurrent ranged GETs (Basin's --max-parallel-fetches default)")
+	fs.IntVar(&c.rounds, "rounds", 5, "rounds; each reads the object once per side")
+	fs.DurationVar(&c.proxy.TTFB, "ttfb", c.proxy.TTFB, "WAN emulator: time to first byte")
+	fs.Func("basin-flag", "a `flag` for csi-driver mount, after the benchmark's defaults (repeatable: -basin-flag=--read-ahead=64Mi)", func(v string) error {
+		c.basinFlags = append(c.basinFlags, v)
+		return nil
+	})
+	mbps := func(name string, p *int64, what string) {
+		fs.Func(name, fmt.Sprintf("WAN emulator: %s MB/s, 0 = unlimited (default %d)", what, *p/1e6), func(v string) error {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil || f < 0 {
+				return fmt.Errorf("want a non-negative number")
+			}
+			*p = int64(f * 1e6)
+			return nil
+		})
+	}
+	mbps("conn-mbps", &c.proxy.ConnBandwidth, "per-connection")
+	mbps("total-mbps", &c.proxy.TotalBandwidth, "aggregate")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.size <= 0 || c.part <= 0 || c.parallel <= 0 || c.rounds <= 0 {
+		return c, fmt.Errorf("-size, -part, -parallel and -rounds must be positive")
+	}
+	abs, err := filepath.Abs(c.basin)
+	c.basin = abs
+	return c, err
+}
+
+func run(ctx context.Context, args []string) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	bin := sut.FindBinary(cfg.minio, cfg.tools)
+	if bin == "" {
+		return fmt.Errorf("minio not found (GOBIN=%s go install github.com/minio/minio@latest)", cfg.tools)
+	}
+	srv, err := servers.StartMinIO(ctx, bin, filepath.Join(cfg.work, "minio"))
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	cfg.proxy.Upstream = srv.Endpoint
+	proxy, err := wanproxy.Start(cfg.proxy, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+
+	creds := objstore.Credentials{AccessKeyID: servers.MinIOAccessKey, SecretAccessKey: servers.MinIOSecretKey}
+	oc := objstore.Config{Backend: objstore.BackendS3, Bucket: bucket, Endpoint: srv.Endpoint,
+		Region: servers.MinIORegion, PathStyle: true}
+	direct, err := servers.OpenBucket(ctx, oc, creds)
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	key := fmt.Sprintf("cold/%d.bin", cfg.size)
+	if err := ensureObject(ctx, direct, key, cfg.size); err != nil {
+		return err
+	}
+	oc.Endpoint = proxy.URL()
+	viaProxy, err := backend.Open(ctx, oc, creds)
+	if err != nil {
+		return err
+	}
+	defer viaProxy.Close()
+	info, err := viaProxy.Stat(ctx, key)
+	if err != nil {
+		return err
+	}
+
+	basin := sut.NewBasin(sut.Env{WorkDir: filepath.Join(cfg.work, "sut"), ToolsBin: cfg.tools,
+		S3: sut.S3Target{Endpoint: proxy.URL(), Bucket: bucket, Region: servers.MinIORegion,
+			AccessKey: servers.MinIOAccessKey, SecretKey: servers.MinIOSecretKey}}, cfg.basin, cfg.basinFlags...)
+	if err := basin.Check(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("object %s, %d MiB; WAN: ttfb %v, %d MB/s per connection, %d MB/s total\n",
+		key, cfg.size>>20, cfg.proxy.TTFB, cfg.proxy.ConnBandwidth/1e6, cfg.proxy.TotalBandwidth/1e6)
+	fmt.Printf("download: %d parallel ranged GETs of %d MiB; mount: %s\n", cfg.parallel, cfg.part>>20, basin.Describe())
+
+	var ratios []float64
+	for i := range cfg.rounds {
+		var d, m result
+		sides := []func() error{
+			func() (err error) {
+				d, err = measure(proxy, func() (time.Duration, error) {
+					start := time.Now()
+					err := download(ctx, viaProxy, info, cfg.part, cfg.parallel)
+					return time.Since(start), err
+				})
+				return err
+			},
+			func() (err error) {
+				m, err = measure(proxy, func() (time.Duration, error) { return readMounted(ctx, basin, key, info.Size) })
+				return err
+			},
+		}
+		if i%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return err
+			}
+		}
+		r := m.mbps(info.Size) / d.mbps(info.Size)
+		ratios = append(ratios, r)
+		fmt.Printf("round %d: download %4.0f MB/s (%d GETs), mount %4.0f MB/s (%d GETs), ratio %.2f\n",
+			i+1, d.mbps(info.Size), d.gets, m.mbps(info.Size), m.gets, r)
+	}
+	slices.Sort(ratios)
+	fmt.Printf("ratio mount/download: median %.2f, min %.2f, max %.2f (goal >= 0.9)\n",
+		median(ratios), ratios[0], ratios[len(ratios)-1])
+	return nil
+}
+
+// result is one timed side of a round.
+type result struct {
+	took time.Duration
+	gets int64
+}
+
+func (r result) mbps(size int64) float64 { return float64(size) / r.took.Seconds() / 1e6 }
+
+// measure drops the page cache, runs fn, which times itself, and counts
+// the GETs it sent.
+func measure(p *wanproxy.Proxy, fn func() (time.Duration, error)) (result, error) {
+	if err := scenario.DropCaches(); err != nil {
+		return result{}, err
+	}
+	before := p.Stats()
+	took, err := fn()
+	if err != nil {
+		return result{}, err
+	}
+	return result{took: took, gets: p.Stats().Sub(before)[wanproxy.KindGet].Requests}, nil
+}
+
+// readMounted mounts with an empty cache, then times the open and the
+// sequential read of key in 1 MiB reads, checks the size and unmounts.
+func readMounted(ctx context.Context, s sut.System, key string, size int64) (time.Duration, error) {
+	if err := s.DropCache(); err != nil {
+		return 0, err
+	}
+	mnt, err := s.Mount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Unmount(ctx)
+	start := time.Now()
+	f, err := os.Open(filepath.Join(mnt, key))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := io.CopyBuffer(io.Discard, onlyReader{f}, make([]byte, 1<<20))
+	took := time.Since(start)
+	if err == nil && n != size {
+		err = fmt.Errorf("read %d bytes of %d through the mount", n, size)
+	}
+	return took, err
+}
+
+// onlyReader hides WriterTo/ReaderFrom so that io.CopyBuffer uses read(2).
+type onlyReader struct{ io.Reader }
+
+// download reads the whole object with parallel ranged GETs of part bytes,
+// each into its worker's buffer: what a downloader does.
+func download(ctx context.Context, store objstore.Store, info objstore.ObjectInfo, part int64, parallel int) error {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs = make([]error, parallel)
+	)
+	for w := range parallel {
+		wg.Go(func() {
+			buf := make([]byte, part)
+			for {
+				off := next.Add(part) - part
+				if off >= info.Size {
+					return
+				}
+				n := min(part, info.Size-off)
+				rc, _, err := store.Read(ctx, info.Key, objstore.ReadOptions{Offset: off, Length: n, IfVersion: info.Version})
+				if err == nil {
+					_, err = io.ReadFull(rc, buf[:n])
+					_ = rc.Close()
+				}
+				if err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ensureObject writes key with deterministic content unless an object of
+// that size is there.
+func ensureObject(ctx context.Context, s objstore.Store, key string, size int64) error {
+	if info, err := s.Stat(ctx, key); err == nil && info.Size == size {
+		return nil
+	}
+	fmt.Printf("writing %s (%d MiB)\n", key, size>>20)
+	_, err := s.Put(ctx, key, dataset.Checkpoint(1, size).Content(key, size), objstore.PutOptions{Size: size})
+	return err
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-conn-mbps", "30", "-ttfb", "5ms", "-rounds", "3",
+		"-basin-flag=--read-ahead=64Mi", "-basin-flag=--max-parallel-fetches=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.proxy.ConnBandwidth != 30e6 || c.proxy.TTFB != 5*time.Millisecond || c.rounds != 3 {
+		t.Errorf("parsed %+v", c)
+	}
+	if len(c.basinFlags) != 2 || c.basinFlags[1] != "--max-parallel-fetches=4" {
+		t.Errorf("basin flags %q", c.basinFlags)
+	}
+	for _, bad := range [][]string{{"-rounds", "0"}, {"-conn-mbps", "-1"}, {"-size", "0"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{1}, 1}, {[]float64{1, 2, 4}, 2}, {[]float64{1, 2, 4, 8}, 3}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
