@@ -10,7 +10,10 @@ Protocol, one JSON object per line on stdout: after importing torch and
 listing --root the script prints {"ready": true, "files": N,
 "list_seconds": S}; then every line "epoch" on stdin runs one epoch and
 prints {"files", "bytes", "seconds"}, the seconds counted from the moment the
-workers are started. End of stdin ends the script. With --epochs N it runs N
+workers are started; with --progress it also prints {"progress": true,
+"files", "bytes", "seconds"} about once a second during the epoch, so that
+an epoch stopped at a deadline still has a rate. End of stdin ends the
+script. With --epochs N it runs N
 epochs without waiting for stdin, for use by hand:
 
     /usr/bin/python3 bench/torch_epoch.py --root /mnt/small --epochs 2
@@ -59,14 +62,18 @@ def list_files(root):
     return out
 
 
-def epoch(loader):
+def epoch(loader, progress):
     files = 0
     total = 0
     it = iter(loader)  # forks the workers
-    t0 = time.perf_counter()
+    t0 = last = time.perf_counter()
     for batch in it:
         files += len(batch)
         total += int(batch.sum())
+        now = time.perf_counter()
+        if progress and now - last >= 1.0:
+            emit({"progress": True, "files": files, "bytes": total, "seconds": now - t0})
+            last = now
     return {"files": files, "bytes": total, "seconds": time.perf_counter() - t0}
 
 
@@ -80,6 +87,8 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--progress", action="store_true",
+                    help="print a progress line about once a second during an epoch")
     ap.add_argument("--epochs", type=int, default=0,
                     help="run this many epochs, then exit (0: wait for 'epoch' lines on stdin)")
     args = ap.parse_args()
@@ -97,11 +106,11 @@ def main():
     emit({"ready": True, "files": len(paths), "list_seconds": listed})
     if args.epochs > 0:
         for _ in range(args.epochs):
-            emit(epoch(loader))
+            emit(epoch(loader, args.progress))
         return
     for line in sys.stdin:
         if line.strip() == "epoch":
-            emit(epoch(loader))
+            emit(epoch(loader, args.progress))
 
 
 if __name__ == "__main__":

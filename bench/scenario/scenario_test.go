@@ -204,10 +204,49 @@ func TestTorchFailures(t *testing.T) {
 	}
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := sess.Epoch(expired); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("expired epoch: err = %v", err)
+	if m, err := sess.Epoch(expired); err != nil || !m.Partial || m.Files != 0 {
+		t.Fatalf("expired epoch: %+v, %v; want an empty partial measure", m, err)
 	}
 	sess.Close() // after the kill: must not hang
+}
+
+// TestTorchEpochStoppedAtTheDeadline plays the script's protocol with a
+// stand-in that reports progress and then hangs: the epoch is partial with
+// the last progress line's figures, and the next epoch runs in a new
+// interpreter.
+func TestTorchEpochStoppedAtTheDeadline(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "hang.py")
+	err := os.WriteFile(script, []byte(`import json, sys, time
+print(json.dumps({"ready": True, "files": 9}), flush=True)
+for line in sys.stdin:
+    print(json.dumps({"progress": True, "files": 3, "bytes": 300, "seconds": 0.5}), flush=True)
+    print(json.dumps({"progress": True, "files": 5, "bytes": 500, "seconds": 1.0}), flush=True)
+    time.sleep(600)
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := StartTorch(context.Background(), TorchConfig{Python: "/usr/bin/python3", Script: script}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for epoch := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m, err := sess.Epoch(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("epoch %d: %v", epoch, err)
+		}
+		if !m.Partial || m.Files != 5 || m.Bytes != 500 || m.Elapsed != time.Second {
+			t.Fatalf("epoch %d: %+v, want partial 5 files, 500 bytes in 1s", epoch, m)
+		}
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := sess.Epoch(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled epoch: err = %v, want context.Canceled", err)
+	}
 }
 
 func TestMeasureRates(t *testing.T) {

@@ -41,11 +41,21 @@ func CheckTorch(ctx context.Context, cfg TorchConfig) error {
 	return nil
 }
 
-// TorchSession is one interpreter running bench/torch_epoch.py: torch is
+// TorchSession runs bench/torch_epoch.py over one directory: torch is
 // imported and the directory listed once, then each Epoch is one pass of
 // the DataLoader, timed by the script. Keeping the interpreter between the
-// cold and the warm epoch keeps its start-up out of both.
+// cold and the warm epoch keeps its start-up out of both. An epoch stopped
+// at its deadline kills the interpreter; the next Epoch starts another.
 type TorchSession struct {
+	// constant
+	cfg TorchConfig
+	dir string
+
+	proc *torchProc // nil after a kill
+}
+
+// torchProc is one interpreter.
+type torchProc struct {
 	// constant
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -56,16 +66,27 @@ type TorchSession struct {
 
 // torchLine is one JSON line of the script.
 type torchLine struct {
-	Ready   bool    `json:"ready"`
-	Files   int64   `json:"files"`
-	Bytes   int64   `json:"bytes"`
-	Seconds float64 `json:"seconds"`
+	Ready    bool    `json:"ready"`
+	Progress bool    `json:"progress"`
+	Files    int64   `json:"files"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
 }
 
 // StartTorch starts the script over dir and waits, within ctx, until it
 // has imported torch and listed dir.
 func StartTorch(ctx context.Context, cfg TorchConfig, dir string) (*TorchSession, error) {
-	cmd := exec.Command(cfg.Python, cfg.Script, "--root", dir,
+	t := &TorchSession{cfg: cfg, dir: dir}
+	p, err := startTorchProc(ctx, cfg, dir)
+	if err != nil {
+		return nil, err
+	}
+	t.proc = p
+	return t, nil
+}
+
+func startTorchProc(ctx context.Context, cfg TorchConfig, dir string) (*torchProc, error) {
+	cmd := exec.Command(cfg.Python, cfg.Script, "--root", dir, "--progress",
 		"--workers", strconv.Itoa(cfg.Workers), "--batch", strconv.Itoa(cfg.Batch),
 		"--seed", strconv.FormatUint(cfg.Seed%(1<<62), 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -77,7 +98,7 @@ func StartTorch(ctx context.Context, cfg TorchConfig, dir string) (*TorchSession
 	if err != nil {
 		return nil, err
 	}
-	t := &TorchSession{cmd: cmd, stdin: stdin, stderr: &tailBuffer{}, done: make(chan struct{})}
+	t := &torchProc{cmd: cmd, stdin: stdin, stderr: &tailBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = t.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("torch: start %s: %w", cfg.Python, err)
@@ -96,27 +117,53 @@ func StartTorch(ctx context.Context, cfg TorchConfig, dir string) (*TorchSession
 		close(t.done)
 	}()
 	if _, err := t.next(ctx); err != nil {
-		t.Close()
+		t.close()
 		return nil, err
 	}
 	return t, nil
 }
 
-// Epoch runs one epoch. A deadline kills the script: a partial epoch has
-// no meaningful rate.
+// Epoch runs one epoch. At the deadline it kills the interpreter and
+// returns the rate of the last progress line, marked partial; the next
+// Epoch starts a new interpreter first (not timed: the script times the
+// epoch itself).
 func (t *TorchSession) Epoch(ctx context.Context) (Measure, error) {
-	if _, err := io.WriteString(t.stdin, "epoch\n"); err != nil {
-		return Measure{}, fmt.Errorf("torch: %w: %s", err, t.stderr.String())
+	if t.proc == nil {
+		p, err := startTorchProc(ctx, t.cfg, t.dir)
+		if err != nil {
+			return Measure{}, err
+		}
+		t.proc = p
 	}
-	r, err := t.next(ctx)
-	if err != nil {
-		return Measure{}, err
+	p := t.proc
+	if _, err := io.WriteString(p.stdin, "epoch\n"); err != nil {
+		return Measure{}, fmt.Errorf("torch: %w: %s", err, p.stderr.String())
 	}
-	return Measure{Bytes: r.Bytes, Files: r.Files, Elapsed: time.Duration(r.Seconds * float64(time.Second))}, nil
+	var last torchLine
+	for {
+		r, err := p.next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.proc = nil // killed by next
+				m := last.measure()
+				return m, stopped(ctx, &m)
+			}
+			return Measure{}, err
+		}
+		if !r.Progress {
+			return r.measure(), nil
+		}
+		last = r
+	}
 }
 
-// next reads the script's next JSON line.
-func (t *TorchSession) next(ctx context.Context) (torchLine, error) {
+func (r torchLine) measure() Measure {
+	return Measure{Bytes: r.Bytes, Files: r.Files, Elapsed: time.Duration(r.Seconds * float64(time.Second))}
+}
+
+// next reads the script's next JSON line; at ctx's end it kills the
+// script.
+func (t *torchProc) next(ctx context.Context) (torchLine, error) {
 	var r torchLine
 	select {
 	case line, ok := <-t.lines:
@@ -136,6 +183,13 @@ func (t *TorchSession) next(ctx context.Context) (torchLine, error) {
 
 // Close ends the script (end of stdin) and waits for it.
 func (t *TorchSession) Close() {
+	if t.proc != nil {
+		t.proc.close()
+		t.proc = nil
+	}
+}
+
+func (t *torchProc) close() {
 	_ = t.stdin.Close()
 	select {
 	case <-t.done:
@@ -144,7 +198,7 @@ func (t *TorchSession) Close() {
 	}
 }
 
-func (t *TorchSession) kill() {
+func (t *torchProc) kill() {
 	_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL) // workers too
 	<-t.done
 }
