@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,7 +167,7 @@ func machine() string {
 }
 
 func notes(cfg config) []string {
-	return []string{
+	out := []string{
 		"Cold = the system's persistent cache deleted, fresh mount, page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`). " +
 			"Warm = the same mount again. Warm after remount = unmount and mount with the cache kept.",
 		"The write phase is timed until every written object is in the bucket (checked directly on the server), " +
@@ -176,4 +177,11 @@ func notes(cfg config) []string {
 		"All systems share a 2-core machine with the object-store servers and the WAN emulator; " +
 			"figures are for comparison within one run, not absolute.",
 	}
+	if !slices.Contains(cfg.systems, "gcsfuse") {
+		return out
+	}
+	return append(out,
+		"gcsfuse's write of 1 GiB shards fails against fake-gcs-server with \"stale file handle\" after minutes " +
+			"(also with `--enable-streaming-writes=false`); 64 MiB shards (the quick run) succeed. " +
+			"The emulator's resumable uploads of large objects are the suspect, not gcsfuse.")
 }
