@@ -181,7 +181,7 @@ func notes(cfg config) []string {
 		return out
 	}
 	return append(out,
-		"gcsfuse's write of 1 GiB shards fails against fake-gcs-server with \"stale file handle\" after minutes " +
-			"(also with `--enable-streaming-writes=false`); 64 MiB shards (the quick run) succeed. " +
+		"gcsfuse's write of 1 GiB shards fails against fake-gcs-server with \"stale file handle\" after minutes "+
+			"(also with `--enable-streaming-writes=false`); 64 MiB shards (the quick run) succeed. "+
 			"The emulator's resumable uploads of large objects are the suspect, not gcsfuse.")
 }
