@@ -58,7 +58,7 @@ func preset(quick bool) runner.Config {
 			Write:      writeSet(4, 1<<30),
 		},
 		Threads: 8, RandThreads: 16, RandReads: 1024, RandSize: 1 << 20,
-		PhaseTimeout: 10 * time.Minute, VerifySample: 100,
+		PhaseTimeout: 5 * time.Minute, VerifySample: 100,
 	}
 }
 
@@ -99,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&ttfb, "ttfb", wanproxy.DefaultTTFB, "WAN emulator: time to first byte")
 	fs.Float64Var(&connMBps, "conn-mbps", wanproxy.DefaultConnBandwidth/1e6, "WAN emulator: MB/s per connection (0 = unlimited)")
 	fs.Float64Var(&totalMBps, "total-mbps", wanproxy.DefaultTotalBandwidth/1e6, "WAN emulator: aggregate MB/s (0 = unlimited)")
-	fs.DurationVar(&phaseTimeout, "phase-timeout", 0, "deadline of one timed phase (default: 10m, quick 60s)")
+	fs.DurationVar(&phaseTimeout, "phase-timeout", 0, "deadline of one timed phase; a phase stopped by it reports the rate of the part done (default: 5m, quick 60s)")
 	fs.IntVar(&smallFiles, "small-files", 0, "override: number of small files")
 	fs.Int64Var(&smallSize, "small-size", 0, "override: small file size, bytes")
 	fs.IntVar(&smallDirs, "small-dirs", 0, "override: small-file directories")
