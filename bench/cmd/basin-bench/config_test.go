@@ -18,7 +18,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{"defaults are the full run", nil, func(t *testing.T, c config) {
 			if c.mode != "full" || c.run.Sets.Small.Files != 20000 || c.run.Sets.Checkpoint.FileSize != 1<<30 ||
-				c.run.Sets.Tree.Files != 100000 || c.run.PhaseTimeout != 10*time.Minute {
+				c.run.Sets.Tree.Files != 100000 || c.run.PhaseTimeout != 5*time.Minute {
 				t.Errorf("full preset: %+v", c.run)
 			}
 			if !slices.Equal(c.systems, allSystems()) || c.basinBin != "/var/tmp/basin-bench/bin/csi-driver" {
