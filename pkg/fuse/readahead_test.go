@@ -106,3 +106,26 @@ func TestReadIssuesPrefetch(t *testing.T) {
 		t.Error("a sequential reader caused no Prefetch")
 	}
 }
+
+// TestSeqDetectorKeepsTheWindowFull checks the top-up rule: once the
+// window is at its cap, the prefetch frontier never falls more than one
+// step (one ranged GET) and one request behind a full window, so a fetch
+// slot freed by a completed part gets the next part at once.
+func TestSeqDetectorKeepsTheWindowFull(t *testing.T) {
+	const (
+		step = 8 << 20
+		maxW = 64 << 20
+		req  = 1 << 20
+	)
+	d := newSeqDetector(2*step, maxW, step)
+	for off := int64(0); off < 512<<20; off += req {
+		d.observe(off, req, 1<<30)
+		if end := off + req; d.window == maxW && d.ahead-end < maxW-step-req {
+			t.Fatalf("after reading to %d MiB the frontier is %d MiB ahead, want at least %d",
+				end>>20, (d.ahead-end)>>20, (maxW-step-req)>>20)
+		}
+	}
+	if d.window != maxW {
+		t.Fatalf("window %d, want the cap %d", d.window, maxW)
+	}
+}
