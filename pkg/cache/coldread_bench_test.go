@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 // coldSeqSize is the object BenchmarkColdSequential reads: large enough
@@ -59,7 +58,7 @@ func benchColdSequential(b *testing.B, store objstore.Store, info objstore.Objec
 	root := b.TempDir()
 	ranged := func() time.Duration {
 		start := time.Now()
-		if err := rangedDownload(ctx, store, info, DefaultPartSize, DefaultMaxParallelFetches); err != nil {
+		if err := objstoretest.RangedDownload(ctx, store, info, DefaultPartSize, DefaultMaxParallelFetches); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
@@ -112,44 +111,6 @@ func benchColdSequential(b *testing.B, store objstore.Store, info objstore.Objec
 }
 
 func mbps(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
-
-// rangedDownload reads the whole object with parallel ranged GETs of part
-// bytes, each into its worker's buffer: what a downloader does.
-func rangedDownload(ctx context.Context, store objstore.Store, info objstore.ObjectInfo, part int64, parallel int) error {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs = make([]error, parallel)
-	)
-	for w := range parallel {
-		wg.Go(func() {
-			buf := make([]byte, part)
-			for {
-				off := next.Add(part) - part
-				if off >= info.Size {
-					return
-				}
-				n := min(part, info.Size-off)
-				rc, _, err := store.Read(ctx, info.Key, objstore.ReadOptions{Offset: off, Length: n, IfVersion: info.Version})
-				if err == nil {
-					_, err = io.ReadFull(rc, buf[:n])
-					_ = rc.Close()
-				}
-				if err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // readAhead decides, before a read ending at end, whether to grow the
 // prefetch window (up to max) given what was prefetched up to ahead.

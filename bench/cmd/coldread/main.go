@@ -24,8 +24,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +34,7 @@ import (
 	"github.com/basin-csi/basin/bench/wanproxy"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 const bucket = "basin-coldread"
@@ -161,7 +160,7 @@ func run(ctx context.Context, args []string) error {
 			func() (err error) {
 				d, err = measure(proxy, func() (time.Duration, error) {
 					start := time.Now()
-					err := download(ctx, viaProxy, info, cfg.part, cfg.parallel)
+					err := objstoretest.RangedDownload(ctx, viaProxy, info, cfg.part, cfg.parallel)
 					return time.Since(start), err
 				})
 				return err
@@ -239,39 +238,6 @@ func readMounted(ctx context.Context, s sut.System, key string, size int64) (tim
 
 // onlyReader hides WriterTo/ReaderFrom so that io.CopyBuffer uses read(2).
 type onlyReader struct{ io.Reader }
-
-// download reads the whole object with parallel ranged GETs of part bytes,
-// each into its worker's buffer: what a downloader does.
-func download(ctx context.Context, store objstore.Store, info objstore.ObjectInfo, part int64, parallel int) error {
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs = make([]error, parallel)
-	)
-	for w := range parallel {
-		wg.Go(func() {
-			buf := make([]byte, part)
-			for {
-				off := next.Add(part) - part
-				if off >= info.Size {
-					return
-				}
-				n := min(part, info.Size-off)
-				rc, _, err := store.Read(ctx, info.Key, objstore.ReadOptions{Offset: off, Length: n, IfVersion: info.Version})
-				if err == nil {
-					_, err = io.ReadFull(rc, buf[:n])
-					_ = rc.Close()
-				}
-				if err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 // ensureObject writes key with deterministic content unless an object of
 // that size is there.
