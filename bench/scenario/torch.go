@@ -76,13 +76,11 @@ type torchLine struct {
 // StartTorch starts the script over dir and waits, within ctx, until it
 // has imported torch and listed dir.
 func StartTorch(ctx context.Context, cfg TorchConfig, dir string) (*TorchSession, error) {
-	t := &TorchSession{cfg: cfg, dir: dir}
 	p, err := startTorchProc(ctx, cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	t.proc = p
-	return t, nil
+	return &TorchSession{cfg: cfg, dir: dir, proc: p}, nil
 }
 
 func startTorchProc(ctx context.Context, cfg TorchConfig, dir string) (*torchProc, error) {

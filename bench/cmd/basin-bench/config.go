@@ -78,8 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c                                   config
 		quick                               bool
 		systems                             string
-		ttfb, phaseTimeout                  time.Duration
-		connMBps, totalMBps                 float64
+		phaseTimeout                        time.Duration
 		smallFiles, smallDirs, ckptFiles    int
 		treeFiles, treeFanout, treeDepth    int
 		writeFiles, randReads, torchWorkers int
@@ -96,9 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.outDir, "out", "bench/results", "directory of the report files")
 	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
 	fs.IntVar(&c.uploadJobs, "upload-jobs", 16, "parallel uploads while generating data sets")
-	fs.DurationVar(&ttfb, "ttfb", wanproxy.DefaultTTFB, "WAN emulator: time to first byte")
-	fs.Float64Var(&connMBps, "conn-mbps", wanproxy.DefaultConnBandwidth/1e6, "WAN emulator: MB/s per connection (0 = unlimited)")
-	fs.Float64Var(&totalMBps, "total-mbps", wanproxy.DefaultTotalBandwidth/1e6, "WAN emulator: aggregate MB/s (0 = unlimited)")
+	proxy := wanproxy.Flags(fs)
 	fs.DurationVar(&phaseTimeout, "phase-timeout", 0, "deadline of one timed phase; a phase stopped by it reports the rate of the part done (default: 5m, quick 60s)")
 	fs.IntVar(&smallFiles, "small-files", 0, "override: number of small files")
 	fs.Int64Var(&smallSize, "small-size", 0, "override: small file size, bytes")
@@ -141,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	override(&c.run.PhaseTimeout, phaseTimeout)
 	c.run.Torch = scenario.TorchConfig{Python: python, Script: torchScript, Workers: torchWorkers, Batch: 64}
 
-	c.proxy = wanproxy.Config{TTFB: ttfb, ConnBandwidth: int64(connMBps * 1e6), TotalBandwidth: int64(totalMBps * 1e6)}
+	c.proxy = *proxy
 	for _, name := range strings.Split(systems, ",") {
 		name = strings.TrimSpace(name)
 		if !slices.Contains(allSystems(), name) {

@@ -61,7 +61,7 @@ func main() {
 
 func parseFlags(args []string) (config, error) {
 	home, _ := os.UserHomeDir()
-	c := config{proxy: wanproxy.DefaultConfig("")}
+	var c config
 	fs := flag.NewFlagSet("coldread", flag.ContinueOnError)
 	fs.StringVar(&c.basin, "basin", "bin/csi-driver", "csi-driver binary")
 	fs.StringVar(&c.minio, "minio", "minio", "MinIO binary (name or path)")
@@ -71,26 +71,15 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.part, "part", 8<<20, "download: bytes per ranged GET")
 	fs.IntVar(&c.parallel, "parallel", 8, "download: concurrent ranged GETs (Basin's --max-parallel-fetches default)")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds; each reads the object once per side")
-	fs.DurationVar(&c.proxy.TTFB, "ttfb", c.proxy.TTFB, "WAN emulator: time to first byte")
+	proxy := wanproxy.Flags(fs)
 	fs.Func("basin-flag", "a `flag` for csi-driver mount, after the benchmark's defaults (repeatable: -basin-flag=--read-ahead=64Mi)", func(v string) error {
 		c.basinFlags = append(c.basinFlags, v)
 		return nil
 	})
-	mbps := func(name string, p *int64, what string) {
-		fs.Func(name, fmt.Sprintf("WAN emulator: %s MB/s, 0 = unlimited (default %d)", what, *p/1e6), func(v string) error {
-			var f float64
-			if _, err := fmt.Sscan(v, &f); err != nil || f < 0 {
-				return fmt.Errorf("want a non-negative number")
-			}
-			*p = int64(f * 1e6)
-			return nil
-		})
-	}
-	mbps("conn-mbps", &c.proxy.ConnBandwidth, "per-connection")
-	mbps("total-mbps", &c.proxy.TotalBandwidth, "aggregate")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.proxy = *proxy
 	if c.size <= 0 || c.part <= 0 || c.parallel <= 0 || c.rounds <= 0 {
 		return c, fmt.Errorf("-size, -part, -parallel and -rounds must be positive")
 	}

@@ -32,26 +32,20 @@ type options struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var (
-		o                   options
-		connMBps, totalMBps float64
-	)
+	var o options
 	fs := flag.NewFlagSet("wanproxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.proxy.Upstream, "upstream", "", "upstream server base URL (required), e.g. http://127.0.0.1:9000")
+	proxy := wanproxy.Flags(fs)
+	fs.StringVar(&proxy.Upstream, "upstream", "", "upstream server base URL (required), e.g. http://127.0.0.1:9000")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "address the proxy listens on")
 	fs.StringVar(&o.admin, "admin", "", "address of the admin endpoint (GET /stats, GET /config); empty = none")
-	fs.DurationVar(&o.proxy.TTFB, "ttfb", wanproxy.DefaultTTFB, "delay added before each request")
-	fs.Float64Var(&connMBps, "conn-mbps", wanproxy.DefaultConnBandwidth/1e6, "per-connection bandwidth per direction, MB/s (10^6 bytes); 0 = unlimited")
-	fs.Float64Var(&totalMBps, "total-mbps", wanproxy.DefaultTotalBandwidth/1e6, "aggregate bandwidth per direction, MB/s; 0 = unlimited")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.proxy = *proxy
 	if o.proxy.Upstream == "" {
 		return o, errors.New("-upstream is required")
 	}
-	o.proxy.ConnBandwidth = int64(connMBps * 1e6)
-	o.proxy.TotalBandwidth = int64(totalMBps * 1e6)
 	return o, nil
 }
 
