@@ -229,7 +229,8 @@ func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, crc uint32) 
 // the flusher persists the record after syncing the data. ok is false
 // when the block could not be cached (no room, I/O error). A block written
 // with O_DIRECT is kept in fl's buffer (kept), before it is marked ready
-// so that no reader misses it.
+// so that no reader misses it. Small objects are written through the page
+// cache (see writeback.go).
 func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight) (ok, kept bool) {
 	n := int64(len(data))
 	if !c.admit(n) {
@@ -240,7 +241,7 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight
 	f, err := o.openFileLocked(true)
 	var d *os.File
 	var derr error
-	if err == nil {
+	if err == nil && !o.small {
 		d, derr = o.directWriterLocked(f)
 	}
 	o.mu.Unlock()

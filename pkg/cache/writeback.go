@@ -31,6 +31,13 @@ import (
 // write need not read the block back from the disk, its buffer is kept a
 // while (writeback_kept.go). Buffers come from a bounded pool
 // (writeback_pool.go), which makes fetches wait when writes fall behind.
+//
+// Small objects (fetched whole) are written through the page cache
+// instead: their next open is served by FUSE passthrough from the data
+// file, and a direct write would leave that read to the disk. Measured
+// with 20,000 cached 128 KiB files read by 8 threads: the first warm pass
+// ran at half the rate of the next ones, reading the whole set back from
+// the disk. The copy costs little next to a small object's round trip.
 
 // directAlign is the alignment O_DIRECT needs of buffers, offsets and
 // lengths: the largest logical block size in use (4 KiB sectors). Direct

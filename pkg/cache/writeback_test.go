@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -168,4 +169,60 @@ func directSupported(t *testing.T, dir string) bool {
 	}
 	f.Close()
 	return os.Remove(f.Name()) == nil
+}
+
+// TestSmallObjectWrittenThroughThePageCache checks that a small object,
+// even one of whole aligned blocks, is written through the page cache:
+// its next open reads the data file by FUSE passthrough, which must not
+// have to go to the disk.
+func TestSmallObjectWrittenThroughThePageCache(t *testing.T) {
+	opts := testOpts()
+	c, fake, dir := newFixture(t, opts)
+	if !directSupported(t, dir) {
+		t.Log("the file system refuses O_DIRECT: every write goes through the page cache anyway")
+	}
+	data := randBytes(311, int(opts.SmallObjectSize)) // two whole blocks
+	info := put(t, fake, "small", data)
+	h := openObj(t, c, info)
+	if got := readAll(t, h, 48*kib); !bytes.Equal(got, data) {
+		t.Fatal("read differs")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, resident := residentPages(t, h.o.path); resident != n {
+		t.Errorf("%d of the data file's %d pages are in the page cache, want all", resident, n)
+	}
+}
+
+// residentPages counts the pages of the file at path and those of them
+// in the page cache.
+func residentPages(t *testing.T, path string) (n, resident int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	page := os.Getpagesize()
+	vec := make([]byte, (len(mem)+page-1)/page)
+	// x/sys/unix has no wrapper for mincore(2) on Linux.
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	for _, v := range vec {
+		if v&1 != 0 {
+			resident++
+		}
+	}
+	return len(vec), resident
 }
