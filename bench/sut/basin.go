@@ -10,8 +10,8 @@ import (
 
 // NewBasin returns Basin's own FUSE mount, `csi-driver mount`, over the S3
 // bucket, with the flags of the FUSE issue: a persistent cache directory,
-// metadata cached forever (the data sets are immutable during the run) and
-// a 256 MiB read-ahead window. Credentials are passed in the standard AWS
+// metadata cached forever (the data sets are immutable during the run),
+// the default read-ahead window. Credentials are passed in the standard AWS
 // environment variables. bin is the csi-driver binary; extra flags come
 // after the defaults, so they override them.
 func NewBasin(env Env, bin string, extra ...string) System {
@@ -36,7 +36,6 @@ func NewBasin(env Env, bin string, extra ...string) System {
 				"--cache-size", "100Gi",
 				"--metadata-ttl", "-1",
 				"--negative-metadata-ttl", "5m",
-				"--read-ahead", "256Mi",
 				"--foreground",
 			}
 			return append(append(args, extra...), "s3://"+env.S3.Bucket, mnt)

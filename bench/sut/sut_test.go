@@ -76,9 +76,9 @@ func TestNoSecretsInArgv(t *testing.T) {
 
 func TestBasinExtraFlagsComeBeforeTheSource(t *testing.T) {
 	env := Env{WorkDir: t.TempDir(), S3: S3Target{Endpoint: "http://127.0.0.1:1", Bucket: "b"}}
-	d := NewBasin(env, "/bin/true", "--read-ahead=64Mi").Describe()
-	ra, extra, src := strings.Index(d, "--read-ahead 256Mi"), strings.Index(d, "--read-ahead=64Mi"), strings.Index(d, "s3://b")
-	if ra < 0 || extra < ra || src < extra {
+	d := NewBasin(env, "/bin/true", "--metadata-ttl=1m").Describe()
+	def, extra, src := strings.Index(d, "--metadata-ttl -1"), strings.Index(d, "--metadata-ttl=1m"), strings.Index(d, "s3://b")
+	if def < 0 || extra < def || src < extra {
 		t.Fatalf("want the default, then the extra flag, then the source: %q", d)
 	}
 }

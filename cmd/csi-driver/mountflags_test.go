@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -125,5 +126,27 @@ func TestMountHelp(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d flags", n)
+	}
+}
+
+// TestMountDefaultsMatchVolumeDefaults checks that `csi-driver mount` run
+// by hand and a volume without attributes get the same cache and file
+// system defaults.
+func TestMountDefaultsMatchVolumeDefaults(t *testing.T) {
+	f, a := defaultMountFlags(), volumeattr.Defaults()
+	for _, c := range []struct {
+		name          string
+		mount, volume int64
+	}{
+		{"cache size", f.cacheSize, a.CacheSize},
+		{"cache block size", f.cacheBlockSize, a.CacheBlockSize},
+		{"read-ahead", f.readAhead, a.ReadAhead},
+		{"parallel fetches", int64(f.maxParallelFetches), int64(a.MaxParallelFetches)},
+		{"metadata TTL", int64(f.metadataTTL), int64(a.MetadataTTL)},
+		{"negative metadata TTL", int64(f.negativeTTL), int64(a.NegativeMetadataTTL)},
+	} {
+		if c.mount != c.volume {
+			t.Errorf("%s: mount default %d, volume default %d", c.name, c.mount, c.volume)
+		}
 	}
 }

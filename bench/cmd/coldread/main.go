@@ -2,7 +2,8 @@
 // mount: one sequential reader of a large object through a fresh Basin
 // mount with an empty cache, against a plain download of the same object
 // by parallel ranged GETs into memory, both through the same WAN emulator
-// in front of MinIO. Rounds alternate which side goes first, the page
+// in front of MinIO, whose data is in a tmpfs (a remote bucket's disks
+// are not the cache's disk). Rounds alternate which side goes first, the page
 // cache is dropped before each side, and the report gives every round's
 // ratio (mount/download), their median and the GETs each side sent.
 //
@@ -35,6 +36,7 @@ import (
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
+	"golang.org/x/sys/unix"
 )
 
 const bucket = "basin-coldread"
@@ -44,6 +46,7 @@ type config struct {
 	basinFlags                []string
 	size, part                int64
 	parallel, rounds          int
+	bucketOnDisk              bool
 	proxy                     wanproxy.Config
 }
 
@@ -66,7 +69,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.basin, "basin", "bin/csi-driver", "csi-driver binary")
 	fs.StringVar(&c.minio, "minio", "minio", "MinIO binary (name or path)")
 	fs.StringVar(&c.tools, "tools", filepath.Join(home, ".cache/basin-tools/bin"), "directory searched first for minio")
-	fs.StringVar(&c.work, "work", "/var/tmp/basin-coldread", "work directory (MinIO data is kept for later runs)")
+	fs.StringVar(&c.work, "work", "/var/tmp/basin-coldread", "work directory: the mount's cache, and MinIO's data with -bucket-on-disk (kept for later runs)")
+	fs.BoolVar(&c.bucketOnDisk, "bucket-on-disk", false, "keep MinIO's data under -work instead of a tmpfs: its reads then share the local disk with the cache's writes, which a remote bucket's do not")
 	fs.Int64Var(&c.size, "size", 2<<30, "object size, bytes")
 	fs.Int64Var(&c.part, "part", 8<<20, "download: bytes per ranged GET")
 	fs.IntVar(&c.parallel, "parallel", 8, "download: concurrent ranged GETs (Basin's --max-parallel-fetches default)")
@@ -97,7 +101,16 @@ func run(ctx context.Context, args []string) error {
 	if bin == "" {
 		return fmt.Errorf("minio not found (GOBIN=%s go install github.com/minio/minio@latest)", cfg.tools)
 	}
-	srv, err := servers.StartMinIO(ctx, bin, filepath.Join(cfg.work, "minio"))
+	data := filepath.Join(cfg.work, "minio")
+	if !cfg.bucketOnDisk {
+		data = filepath.Join(cfg.work, "minio-tmpfs")
+		unmount, err := mountTmpfs(data, cfg.size+1<<30)
+		if err != nil {
+			return err
+		}
+		defer unmount()
+	}
+	srv, err := servers.StartMinIO(ctx, bin, data)
 	if err != nil {
 		return err
 	}
@@ -223,6 +236,17 @@ func readMounted(ctx context.Context, s sut.System, key string, size int64) (tim
 		err = fmt.Errorf("read %d bytes of %d through the mount", n, size)
 	}
 	return took, err
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at dir for the bucket's data.
+func mountTmpfs(dir string, size int64) (unmount func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		return nil, fmt.Errorf("tmpfs for the bucket at %s (or use -bucket-on-disk): %w", dir, err)
+	}
+	return func() { _ = unix.Unmount(dir, 0) }, nil
 }
 
 // onlyReader hides WriterTo/ReaderFrom so that io.CopyBuffer uses read(2).

@@ -50,7 +50,7 @@ const (
 	DefaultCacheBlockSize      = 4 << 20
 	DefaultMetadataTTL         = time.Minute
 	DefaultNegativeMetadataTTL = 5 * time.Second
-	DefaultReadAhead           = 64 << 20
+	DefaultReadAhead           = 128 << 20 // = pkg/fuse.DefaultReadAhead (cmd/csi-driver tests it)
 	DefaultMaxParallelFetches  = 8
 	DefaultFileMode            = os.FileMode(0o644)
 	DefaultDirMode             = os.FileMode(0o755)
