@@ -164,7 +164,7 @@ func BenchmarkSmallObjects(b *testing.B) {
 			b.Fatal(err)
 		}
 		c.tune.maxIdle = 0 // as after a restart: every open goes to the index
-		c.trimIdle()
+		c.trimIdle(0)
 		b.SetBytes(size)
 		b.ResetTimer()
 		start := time.Now()

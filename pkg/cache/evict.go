@@ -228,7 +228,9 @@ func (c *Cache) pickVictims(after []byte, want int64) ([]victim, []byte) {
 		o := c.objs[cd.key]
 		if o != nil {
 			o.mu.Lock()
-			skip := o.pins > 0 || o.dirty || !o.inIndex || len(o.inflight) > 0 || o.atime.Load() > cd.atime
+			// An access the index does not show yet, unless within the
+			// flusher's grain (flushGrain), moves o out of this place.
+			skip := o.pins > 0 || o.dirty || !o.inIndex || len(o.inflight) > 0 || o.atime.Load()-cd.atime >= int64(c.tune.atimeGrain)
 			o.mu.Unlock()
 			if skip {
 				continue

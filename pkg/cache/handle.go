@@ -131,6 +131,7 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 	var (
 		rec   objRecord
 		found bool
+		atime uint64
 	)
 	err := c.ix.view(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketObjects).Get([]byte(info.Key))
@@ -138,6 +139,9 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 			return nil
 		}
 		found = true
+		if at := tx.Bucket(bucketATime).Get([]byte(info.Key)); at != nil {
+			atime, _ = getU64(at)
+		}
 		r, err := decodeObject(raw)
 		if err != nil {
 			klog.ErrorS(err, "Dropping corrupt object record", "volume", c.opts.VolumeID, "key", info.Key)
@@ -164,6 +168,10 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 	o := newObject(c, info, rec.BlockSize)
 	o.inIndex = true
 	o.alloc = rec.Alloc
+	// The indexed access time, so that the flusher's grain applies to
+	// objects that left memory and came back.
+	o.flushedATime = int64(atime)
+	o.atime.Store(int64(atime))
 	f, err := os.OpenFile(o.path, os.O_RDWR, 0)
 	if err != nil {
 		// The data file is gone: nothing is present. If someone else
@@ -222,8 +230,8 @@ func (c *Cache) unpin(o *object) {
 		switch {
 		case state == stateCurrent && c.objs[o.info.Key] == o && !c.closed:
 			o.idle = c.idle.PushFront(o)
-			if c.idle.Len() > c.tune.maxIdle {
-				kick(c.flushKick)
+			if c.idle.Len() > c.tune.maxIdle && !c.trimIdleLocked(int64(c.tune.atimeGrain), unpinTrimScan) {
+				kick(c.flushKick) // the oldest idle objects wait for a flush
 			}
 		case state == stateDetached:
 			delete(c.detached, o)

@@ -135,6 +135,10 @@ type tuning struct {
 	// poolIdle is how long a block buffer pool keeps free buffers and
 	// kept blocks nobody uses (writeback_pool.go).
 	poolIdle time.Duration
+	// atimeGrain: the periodic flush writes an access time that is all an
+	// object changed only once it is this much newer than the indexed one
+	// (flushGrain).
+	atimeGrain time.Duration
 }
 
 func defaultTuning() tuning {
@@ -145,5 +149,6 @@ func defaultTuning() tuning {
 		evictBatch:     256,
 		verifyParallel: 2,
 		poolIdle:       5 * time.Second,
+		atimeGrain:     time.Minute,
 	}
 }
