@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/regfile"
 )
 
 // The block store: one sparse data file per object version, named from a
@@ -126,12 +128,12 @@ const (
 // createDataFile opens path for reading and writing, creating it and its
 // fan-out directories as needed.
 func createDataFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+	f, err := regfile.Open(path, os.O_RDWR|os.O_CREATE, fileMode)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 			return nil, fmt.Errorf("cache: create data directory: %w", err)
 		}
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+		f, err = regfile.Open(path, os.O_RDWR|os.O_CREATE, fileMode)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cache: create data file: %w", err)

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -172,7 +173,7 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 	// objects that left memory and came back.
 	o.flushedATime = int64(atime)
 	o.atime.Store(int64(atime))
-	f, err := os.OpenFile(o.path, os.O_RDWR, 0)
+	f, err := regfile.Open(o.path, os.O_RDWR, 0)
 	if err != nil {
 		// The data file is gone: nothing is present. If someone else
 		// deleted it, used still counts it.

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -115,7 +116,7 @@ func (c *Cache) installLocked(ctx context.Context, o *object, stagedPath string)
 	if err := moveFile(stagedPath, o.path); err != nil {
 		return 0, fmt.Errorf("cache: install: %w", err)
 	}
-	df, err := os.OpenFile(o.path, os.O_RDWR, 0)
+	df, err := regfile.Open(o.path, os.O_RDWR, 0)
 	if err == nil {
 		_ = df.Chmod(fileMode)
 		if _, o.alloc, err = fileAlloc(df); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -245,7 +246,7 @@ func (o *object) openFileLocked(create bool) (*os.File, error) {
 	if create {
 		f, err = createDataFile(o.path)
 	} else {
-		f, err = os.OpenFile(o.path, os.O_RDWR, 0)
+		f, err = regfile.Open(o.path, os.O_RDWR, 0)
 	}
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/regfile"
 )
 
 // Write-back of fetched blocks, off the reader's critical path. A fetch
@@ -137,7 +139,7 @@ func (o *object) directWriterLocked(f *os.File) (*os.File, error) {
 	}
 	// Reopen the descriptor's own inode (never the path: an install may
 	// have put another file there) for writing, with O_DIRECT.
-	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_DIRECT, 0)
+	d, err := regfile.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_DIRECT, 0)
 	if err != nil {
 		o.noDirect = true
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -290,7 +291,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		if hasLocal {
 			path = local
 		}
-		file, err := os.Open(path)
+		file, err := regfile.Open(path, os.O_RDONLY, 0)
 		if err != nil {
 			oh.Close()
 			return nil, 0, n.fsys.errno("open", info.Key, err), false
@@ -300,7 +301,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		n.fsys.counters.ptOpens.Add(1)
 		return h, 0, 0, false
 	case ptOK && n.userOpens == 0:
-		if file, err := os.Open(local); err == nil {
+		if file, err := regfile.Open(local, os.O_RDONLY, 0); err == nil {
 			h.pt = file
 			n.ptOpens++
 			n.ptPath = local
@@ -310,7 +311,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 	}
 	var fuseFlags uint32
 	if hasLocal {
-		if file, err := os.Open(local); err == nil {
+		if file, err := regfile.Open(local, os.O_RDONLY, 0); err == nil {
 			h.local = file // spliced reads
 		}
 	}
