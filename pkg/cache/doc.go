@@ -35,7 +35,9 @@
 // Writes are group-committed (index.update): concurrent callers share one
 // transaction and one fsync. Block presence, access times and metadata are
 // kept in memory and flushed every flushInterval (flush.go), after syncing
-// the data they describe. New inode numbers come from a durably reserved
+// the data they describe; an access time alone is flushed only once it is
+// atimeGrain newer than the indexed one (relatime), and Sync and Close
+// flush exact times. New inode numbers come from a durably reserved
 // range and their path pairs are committed at once by a background group
 // commit (inode.go), so lookups never wait for an fsync. Sync flushes
 // everything now (e.g. before a planned handover).
