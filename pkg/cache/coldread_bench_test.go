@@ -58,7 +58,7 @@ func benchColdSequential(b *testing.B, store objstore.Store, info objstore.Objec
 	root := b.TempDir()
 	ranged := func() time.Duration {
 		start := time.Now()
-		if err := objstoretest.RangedDownload(ctx, store, info, DefaultPartSize, DefaultMaxParallelFetches); err != nil {
+		if err := objstoretest.RangedDownload(ctx, store, info, DefaultPartSize, DefaultMaxParallelFetches, nil); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)

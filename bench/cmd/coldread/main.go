@@ -46,7 +46,7 @@ type config struct {
 	basinFlags                []string
 	size, part                int64
 	parallel, rounds          int
-	bucketOnDisk              bool
+	bucketOnDisk, toFile      bool
 	proxy                     wanproxy.Config
 }
 
@@ -73,6 +73,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.bucketOnDisk, "bucket-on-disk", false, "keep MinIO's data under -work instead of a tmpfs: its reads then share the local disk with the cache's writes, which a remote bucket's do not")
 	fs.Int64Var(&c.size, "size", 2<<30, "object size, bytes")
 	fs.Int64Var(&c.part, "part", 8<<20, "download: bytes per ranged GET")
+	fs.BoolVar(&c.toFile, "download-to-file", false, "download into a file on the cache's disk (under -work), as a download tool does, instead of into memory")
 	fs.IntVar(&c.parallel, "parallel", 8, "download: concurrent ranged GETs (Basin's --max-parallel-fetches default)")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds; each reads the object once per side")
 	proxy := wanproxy.Flags(fs)
@@ -153,7 +154,11 @@ func run(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("object %s, %d MiB; WAN: ttfb %v, %d MB/s per connection, %d MB/s total\n",
 		key, cfg.size>>20, cfg.proxy.TTFB, cfg.proxy.ConnBandwidth/1e6, cfg.proxy.TotalBandwidth/1e6)
-	fmt.Printf("download: %d parallel ranged GETs of %d MiB; mount: %s\n", cfg.parallel, cfg.part>>20, basin.Describe())
+	sink := "memory"
+	if cfg.toFile {
+		sink = "a file under " + cfg.work
+	}
+	fmt.Printf("download: %d parallel ranged GETs of %d MiB into %s; mount: %s\n", cfg.parallel, cfg.part>>20, sink, basin.Describe())
 
 	var ratios []float64
 	for i := range cfg.rounds {
@@ -161,9 +166,7 @@ func run(ctx context.Context, args []string) error {
 		sides := []func() error{
 			func() (err error) {
 				d, err = measure(proxy, func() (time.Duration, error) {
-					start := time.Now()
-					err := objstoretest.RangedDownload(ctx, viaProxy, info, cfg.part, cfg.parallel)
-					return time.Since(start), err
+					return download(ctx, viaProxy, info, cfg)
 				})
 				return err
 			},
@@ -211,6 +214,24 @@ func measure(p *wanproxy.Proxy, fn func() (time.Duration, error)) (result, error
 		return result{}, err
 	}
 	return result{took: took, gets: p.Stats().Sub(before)[wanproxy.KindGet].Requests}, nil
+}
+
+// download times the plain download of info, into memory or into a new
+// file under cfg.work (removed afterwards).
+func download(ctx context.Context, s objstore.Store, info objstore.ObjectInfo, cfg config) (time.Duration, error) {
+	var to io.WriterAt // nil: into memory
+	if cfg.toFile {
+		f, err := os.CreateTemp(cfg.work, "download-*")
+		if err != nil {
+			return 0, err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		to = f
+	}
+	start := time.Now()
+	err := objstoretest.RangedDownload(ctx, s, info, cfg.part, cfg.parallel, to)
+	return time.Since(start), err
 }
 
 // readMounted mounts with an empty cache, then times the open and the

@@ -6,12 +6,12 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	c, err := parseFlags([]string{"-conn-mbps", "30", "-ttfb", "5ms", "-rounds", "3",
+	c, err := parseFlags([]string{"-conn-mbps", "30", "-ttfb", "5ms", "-rounds", "3", "-download-to-file",
 		"-basin-flag=--read-ahead=64Mi", "-basin-flag=--max-parallel-fetches=4"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.proxy.ConnBandwidth != 30e6 || c.proxy.TTFB != 5*time.Millisecond || c.rounds != 3 {
+	if c.proxy.ConnBandwidth != 30e6 || c.proxy.TTFB != 5*time.Millisecond || c.rounds != 3 || !c.toFile || c.bucketOnDisk {
 		t.Errorf("parsed %+v", c)
 	}
 	if len(c.basinFlags) != 2 || c.basinFlags[1] != "--max-parallel-fetches=4" {

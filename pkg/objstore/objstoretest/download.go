@@ -12,8 +12,10 @@ import (
 
 // RangedDownload reads the whole object with parallel ranged GETs of part
 // bytes, each into its worker's buffer: what a plain downloader does, the
-// baseline the cold-read benchmarks compare the cache with.
-func RangedDownload(ctx context.Context, store objstore.Store, info objstore.ObjectInfo, part int64, parallel int) error {
+// baseline the cold-read benchmarks compare the cache with. With a non-nil
+// to, each part is then written at its offset, as a download to a local
+// file does.
+func RangedDownload(ctx context.Context, store objstore.Store, info objstore.ObjectInfo, part int64, parallel int, to io.WriterAt) error {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
@@ -32,6 +34,9 @@ func RangedDownload(ctx context.Context, store objstore.Store, info objstore.Obj
 				if err == nil {
 					_, err = io.ReadFull(rc, buf[:n])
 					_ = rc.Close()
+				}
+				if err == nil && to != nil {
+					_, err = to.WriteAt(buf[:n], off)
 				}
 				if err != nil {
 					errs[w] = err
