@@ -1,7 +1,8 @@
 // Command coldread measures the FUSE issue's cold-read goal on a real
 // mount: one sequential reader of a large object through a fresh Basin
 // mount with an empty cache, against a plain download of the same object
-// by parallel ranged GETs into memory, both through the same WAN emulator
+// by parallel ranged GETs (into memory, or into a local file with
+// -download-to-file), both through the same WAN emulator
 // in front of MinIO, whose data is in a tmpfs (a remote bucket's disks
 // are not the cache's disk). Rounds alternate which side goes first, the page
 // cache is dropped before each side, and the report gives every round's
