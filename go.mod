@@ -29,6 +29,7 @@ require (
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/klog/v2 v2.140.0
+	k8s.io/kubelet v0.36.3
 	k8s.io/mount-utils v0.36.3
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -31,6 +31,7 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Controller.RequireSecret, "require-secret", false,
 		"refuse requests whose provisioner secret holds no credentials, instead of using the default credential chain (IRSA, workload identity, environment)")
 	metricsAddressFlag(fs, &c.MetricsAddress)
+	healthAddressFlag(fs, &c.Driver.HealthAddress)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, "Usage: csi-driver controller [flags]\n\n"+

@@ -35,6 +35,8 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Node.MountBinary, "mount-binary", "", "csi-driver `executable` run as the per-volume FUSE process (default: this executable)")
 	fs.StringVar(&c.HolderSocket, "fdholder-socket", "", "unix `socket` of `csi-driver fdholder`, which keeps the FUSE connections across restarts of this plugin\n(empty: none, a restart remounts and open files break)")
 	metricsAddressFlag(fs, &c.MetricsAddress)
+	healthAddressFlag(fs, &c.Driver.HealthAddress)
+	registrationFlags(fs, &c.Driver.Registration)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, "Usage: csi-driver node [flags]\n\n"+

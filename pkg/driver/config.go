@@ -30,6 +30,12 @@ type Config struct {
 	NodeID string
 	// Metrics, when set, receives the CSI call metrics (metrics.go).
 	Metrics prometheus.Registerer
+	// HealthAddress, when set, serves GET /healthz there (host:port),
+	// probing the plugin through its own socket (health.go).
+	HealthAddress string
+	// Registration, when its Dir is set, registers the plugin with
+	// kubelet (registration.go).
+	Registration Registration
 }
 
 // pluginName is what the CSI spec allows as a plugin name: a domain name

@@ -54,11 +54,31 @@ func New(cfg Config, services ...Service) (*Driver, error) {
 	return &Driver{cfg: cfg, services: services}, nil
 }
 
-// Run listens on the configured endpoint and serves until ctx is done.
+// Run listens on the configured endpoint and serves until ctx is done,
+// with the health endpoint and the kubelet registration when configured.
 func (d *Driver) Run(ctx context.Context) error {
 	lis, err := Listen(d.cfg.Endpoint)
 	if err != nil {
 		return err
+	}
+	sock, _ := socketPath(d.cfg.Endpoint) // validated by New
+	var state *registrationState
+	if d.cfg.Registration.Dir != "" {
+		state = &registrationState{}
+		stop, err := serveRegistration(ctx, d.cfg.Registration, d.cfg.Name, state)
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		defer stop()
+	}
+	if d.cfg.HealthAddress != "" {
+		stop, err := serveHealth(ctx, d.cfg.HealthAddress, &healthHandler{sock: sock, state: state})
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		defer stop()
 	}
 	return d.Serve(ctx, lis)
 }
