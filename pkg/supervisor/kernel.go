@@ -50,8 +50,8 @@ const (
 	fuseMaxRead = 1 << 20
 )
 
-// LinuxKernel implements Kernel with mount(2) and, for bind mounts,
-// k8s.io/mount-utils.
+// LinuxKernel implements Kernel with mount(2) and umount(2) alone: it runs
+// no mount(8) or umount(8), so the image needs no util-linux.
 type LinuxKernel struct {
 	// constant
 	mounter mountutils.Interface
@@ -142,12 +142,22 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 	if err := k.Unmount(ctx, target); err != nil {
 		return err
 	}
-	opts := []string{"bind"}
-	if readOnly {
-		opts = append(opts, "ro")
-	}
-	// mount(8) resolves the source path, which asks the FUSE process.
-	err := within(ctx, "bind "+target, func() error { return k.mounter.Mount(source, target, "", opts) })
+	// mount(2) resolves the source path, which asks the FUSE process. A
+	// read-only bind takes a second call: MS_RDONLY is ignored on the
+	// first, so the new bind is remounted read-only (as mount(8) does).
+	err := within(ctx, "bind "+target, func() error {
+		if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		if !readOnly {
+			return nil
+		}
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			_ = unix.Unmount(target, unix.MNT_DETACH)
+			return fmt.Errorf("remount read-only: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("supervisor: bind %s on %s: %w", source, target, err)
 	}
