@@ -258,28 +258,37 @@ func TestNodePlugin(t *testing.T) {
 		}
 	}
 
-	// The registrar must announce the socket where the plugin's socket
-	// directory really is on the host.
-	reg, ok := byName["node-driver-registrar"]
-	if !ok {
-		t.Fatal("no node-driver-registrar container")
-	}
-	var regPath string
-	for _, a := range reg.Args {
+	// The plugin registers itself with kubelet: it must announce the
+	// socket where its socket directory really is on the host, from
+	// kubelet's plugin registry directory.
+	var regPath, regDir string
+	for _, a := range plugin.Args {
 		if p, ok := strings.CutPrefix(a, "--kubelet-registration-path="); ok {
 			regPath = p
 		}
+		if p, ok := strings.CutPrefix(a, "--registration-dir="); ok {
+			regDir = p
+		}
 	}
-	var socketDir string
+	var socketDir, registryDir string
 	for _, m := range plugin.VolumeMounts {
-		if m.MountPath == "/csi" {
+		switch m.MountPath {
+		case "/csi":
 			socketDir = hostPaths[m.Name]
+		case regDir:
+			registryDir = hostPaths[m.Name]
 		}
 	}
 	if regPath == "" || path.Dir(regPath) != socketDir || path.Base(socketDir) != driverName {
 		t.Errorf("registration path %q does not match the socket directory %q (/var/lib/kubelet/plugins/%s)", regPath, socketDir, driverName)
 	}
-	if _, ok := byName["liveness-probe"]; !ok {
-		t.Error("no liveness-probe container")
+	if regDir == "" || registryDir != "/var/lib/kubelet/plugins_registry" {
+		t.Errorf("--registration-dir %q is not hostPath /var/lib/kubelet/plugins_registry (got %q)", regDir, registryDir)
+	}
+	if !slices.Contains(plugin.Args, "--health-address=:9808") || plugin.LivenessProbe == nil {
+		t.Error("csi-driver node must serve /healthz on :9808 with a liveness probe on it")
+	}
+	if len(spec.Containers) != 1 {
+		t.Errorf("node plugin has %d containers; its sidecars' jobs are in-process", len(spec.Containers))
 	}
 }
