@@ -62,7 +62,30 @@ image:
 		--file _output/image/csi-driver:/usr/local/bin/csi-driver:0755 \
 		--file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644 \
 		--label org.opencontainers.image.version=$(VERSION) \
+		--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		--entrypoint /usr/local/bin/csi-driver
+
+## k8s-up: a single-node Kubernetes cluster (kubelet, API server, csi-provisioner, containerd) with
+## Basin applied from deploy/kubernetes, left running; `source /var/lib/basin-k8s/env` for kubectl.
+K8S_IMAGE_TAG ?= e2e-$(VERSION)
+k8s-up:
+	./hack/k8s/apt.sh
+	$(MAKE) image VERSION=$(K8S_IMAGE_TAG)
+	BASIN_IMAGE=$(IMAGE):$(K8S_IMAGE_TAG) BASIN_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) ./hack/k8s/cluster.sh up
+
+k8s-down:
+	./hack/k8s/cluster.sh down
+
+## k8s-e2e: k8s-up, every cluster scenario with real pods, then k8s-down (also on failure or interrupt).
+k8s-e2e:
+	@rm -f _output/k8s-e2e-summary.txt; mkdir -p _output; \
+	trap './hack/k8s/cluster.sh down' EXIT INT TERM; \
+	$(MAKE) k8s-up && \
+	BASIN_K8S_SUMMARY=$(CURDIR)/_output/k8s-e2e-summary.txt \
+		$(GO) test -tags k8se2e -count=1 -timeout 40m -v ./tests/k8s/ 2>&1 | grep -v '^[IWE][0-9]'; \
+	status=$${PIPESTATUS[0]}; \
+	cat _output/k8s-e2e-summary.txt 2>/dev/null || echo "k8s-e2e: scenarios=? passed=? failed=? (no summary: the cluster or the tests did not start)"; \
+	[ -f _output/k8s-e2e-summary.txt ] && [ $$status -eq 0 ]
 
 clean:
 	rm -rf bin _output

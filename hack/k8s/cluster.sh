@@ -159,9 +159,9 @@ images() {
     --file "$kb/csi-provisioner:/csi-provisioner:0755" --entrypoint /csi-provisioner >/dev/null
   # The test pods' image: busybox with a link per applet.
   local links=()
-  for a in $(/bin/busybox --list); do links+=(--symlink "/bin/$a:/bin/busybox"); done
+  for a in $(/bin/busybox --list); do [ "$a" = busybox ] || links+=(--symlink "/bin/$a:/bin/busybox"); done
   go run "$repo/hack/image" --tag basin.local/busybox:v1 --out "$img/busybox.tar" \
-    --file /bin/busybox:/bin/busybox:0755 "${links[@]}" --entrypoint /bin/sh >/dev/null
+    --file /bin/busybox:/bin/busybox:0755 "${links[@]}" --env PATH=/bin --entrypoint /bin/sh >/dev/null
   for t in "$img"/pause.tar "$img"/csi-provisioner.tar "$img"/busybox.tar "$BASIN_IMAGE_TAR"; do
     ctr --address "$SOCK" -n k8s.io images import "$t" >/dev/null
   done
@@ -230,7 +230,7 @@ serializeImagePulls: false
 maxPods: 50
 EOF
   start kubelet "$kb/kubelet" --config="$RUN/kubelet.yaml" --kubeconfig="$RUN/kubelet.kubeconfig" \
-    --hostname-override=$NODE --node-ip=127.0.0.1 --root-dir="$KUBELET_DIR" --v=2
+    --hostname-override=$NODE --root-dir="$KUBELET_DIR" --v=2
   wait_for "node $NODE" 90 "$kb/kubectl" --kubeconfig "$RUN/admin.kubeconfig" wait --for=condition=Ready "node/$NODE" --timeout=2s
 }
 
@@ -247,14 +247,14 @@ object_stores() {
     -backend filesystem -filesystem-root "$RUN/gcs" -public-host "127.0.0.1:$GCS_PORT" -external-url "http://127.0.0.1:$GCS_PORT"
   umask 077
   cat >"$RUN/env" <<EOF
-KUBECONFIG=$RUN/admin.kubeconfig
-BASIN_K8S_DIR=$RUN
-BASIN_K8S_BIN=$KB
-BASIN_K8S_MINIO_ENDPOINT=http://127.0.0.1:$MINIO_PORT
-BASIN_K8S_MINIO_ACCESS_KEY=$key
-BASIN_K8S_MINIO_SECRET_KEY=$secret
-BASIN_K8S_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
-BASIN_K8S_IMAGE=$BASIN_IMAGE
+export KUBECONFIG=$RUN/admin.kubeconfig
+export BASIN_K8S_DIR=$RUN
+export BASIN_K8S_BIN=$KB
+export BASIN_K8S_MINIO_ENDPOINT=http://127.0.0.1:$MINIO_PORT
+export BASIN_K8S_MINIO_ACCESS_KEY=$key
+export BASIN_K8S_MINIO_SECRET_KEY=$secret
+export BASIN_K8S_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
+export BASIN_K8S_IMAGE=$BASIN_IMAGE
 EOF
   umask 022
   wait_for minio 60 curl -sf "http://127.0.0.1:$MINIO_PORT/minio/health/live"
@@ -281,7 +281,8 @@ deploy() {
   overlay
   "$kb/kubectl" --kubeconfig "$RUN/admin.kubeconfig" apply -k "$RUN/overlay" >"$RUN/logs/apply.log"
   local k=("$kb/kubectl" --kubeconfig "$RUN/admin.kubeconfig" -n basin-system)
-  "${k[@]}" rollout status daemonset/basin-fdholder --timeout=120s >/dev/null
+  # The holder's updateStrategy is OnDelete: rollout status refuses it.
+  wait_for "basin-fdholder ready" 120 bash -c "[ \"\$('$kb/kubectl' --kubeconfig '$RUN/admin.kubeconfig' -n basin-system get ds basin-fdholder -o jsonpath='{.status.numberReady}')\" = 1 ]"
   "${k[@]}" rollout status daemonset/basin-node --timeout=120s >/dev/null
   "${k[@]}" rollout status deployment/basin-controller --timeout=120s >/dev/null
   wait_for "CSINode registration" 60 bash -c "'$kb/kubectl' --kubeconfig '$RUN/admin.kubeconfig' get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -q basin.csi.dev"
@@ -324,8 +325,7 @@ kill_pidfile() {
 kill_pods() {
   local procs
   for _ in 1 2 3; do
-    procs=$(cat /sys/fs/cgroup/*/kubepods*/cgroup.procs /sys/fs/cgroup/*/kubepods*/*/cgroup.procs \
-      /sys/fs/cgroup/*/kubepods*/*/*/cgroup.procs /sys/fs/cgroup/*/kubepods*/*/*/*/cgroup.procs 2>/dev/null | sort -u)
+    procs=$( { find /sys/fs/cgroup/ -path '*kubepods*' -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | sort -u)
     procs+=" $(pgrep -f "containerd-shim.*-address $SOCK" || true)"
     [ -n "${procs// /}" ] || break
     kill -9 $procs 2>/dev/null || true
@@ -377,6 +377,8 @@ remove_netns() {
 
 down() {
   [ "$(id -u)" = 0 ] || die "needs root"
+  # Best effort from here on: every step runs, whatever failed before it.
+  set +e +o pipefail
   log "stopping"
   kill_pidfile kubelet
   kill_pods

@@ -139,6 +139,9 @@ func layerBytes(spec Spec, when time.Time) ([]byte, error) {
 		}
 		addDirs(f.Path)
 		n := strings.TrimPrefix(path.Clean(f.Path), "/")
+		if _, dup := entries[n]; dup {
+			return nil, fmt.Errorf("ociimage: %s given twice", f.Path)
+		}
 		entries[n] = entry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: int64(f.Mode.Perm()), Size: st.Size()}, from: f.Source}
 	}
 	for _, l := range spec.Symlinks {
@@ -147,6 +150,9 @@ func layerBytes(spec Spec, when time.Time) ([]byte, error) {
 		}
 		addDirs(l.Path)
 		n := strings.TrimPrefix(path.Clean(l.Path), "/")
+		if _, dup := entries[n]; dup {
+			return nil, fmt.Errorf("ociimage: %s given twice", l.Path)
+		}
 		entries[n] = entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: n, Linkname: l.Target, Mode: 0o777}}
 	}
 	names := make([]string, 0, len(entries))

@@ -118,3 +118,11 @@ func TestRejectsRelativePaths(t *testing.T) {
 		t.Fatal("a relative path in the image was accepted")
 	}
 }
+
+func TestRejectsAPathGivenTwice(t *testing.T) {
+	spec := testSpec(t)
+	spec.Symlinks = append(spec.Symlinks, Symlink{Path: "/usr/local/bin/tool", Target: "/bin/sh"})
+	if _, err := Build(spec); err == nil {
+		t.Fatal("a symlink over a file of the same path was accepted")
+	}
+}

@@ -1,0 +1,87 @@
+//go:build k8se2e
+
+package k8s
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeCheckpoint writes 48 MiB of random data, fsyncs it and prints its
+// SHA-256; readCheckpoint prints the SHA-256 of what it reads back.
+const (
+	writeCheckpoint = `mkdir -p /data/ckpt
+dd if=/dev/urandom of=/data/ckpt/step-1.pt bs=1M count=48 conv=fsync 2>/dev/null
+echo sum=$(sha256sum /data/ckpt/step-1.pt | cut -d' ' -f1)`
+	readCheckpoint = `echo sum=$(sha256sum /data/ckpt/step-1.pt | cut -d' ' -f1)`
+)
+
+// TestDynamicProvisioning is scenario 1: StorageClasses in prefix and
+// bucket mode, RWX claims, a writer pod and a reader pod, the object in
+// MinIO, and the data removed or kept by the reclaim choice.
+func TestDynamicProvisioning(t *testing.T) {
+	scenario(t, "dynamic-provisioning")
+	ns := namespace(t, "e2e-provision")
+	credentialsSecret(t, "e2e-provision-creds")
+	openBucket(t, "e2e-shared", true)
+	storageClass(t, "e2e-prefix-delete", "e2e-provision-creds", map[string]string{
+		"provisioning": "prefix", "bucket": "e2e-shared", "prefix": "vols", "reclaim": "delete"})
+	storageClass(t, "e2e-bucket-delete", "e2e-provision-creds", map[string]string{"provisioning": "bucket", "reclaim": "delete"})
+	storageClass(t, "e2e-bucket-retain", "e2e-provision-creds", map[string]string{"provisioning": "bucket", "reclaim": "retain"})
+
+	cases := []struct{ claim, class string; keep bool }{
+		{"prefix-delete", "e2e-prefix-delete", false},
+		{"bucket-delete", "e2e-bucket-delete", false},
+		{"bucket-retain", "e2e-bucket-retain", true},
+	}
+	for _, c := range cases {
+		apply(t, pvc(ns, c.claim, c.class, "ReadWriteMany"))
+	}
+	handles := map[string]string{}
+	for _, c := range cases {
+		pv := waitBound(t, ns, c.claim)
+		handles[c.claim] = jsonpath("", "pv/"+pv, "{.spec.csi.volumeHandle}")
+		runPod(t, ns, pod{Name: "write-" + c.claim, Claim: c.claim, Script: writeCheckpoint})
+	}
+	for _, c := range cases {
+		w := mustSucceed(t, ns, "write-"+c.claim, 3*time.Minute)
+		want := logValue(w.Log, "sum")
+		runPod(t, ns, pod{Name: "read-" + c.claim, Claim: c.claim, Script: readCheckpoint, ReadOnly: true})
+		r := mustSucceed(t, ns, "read-"+c.claim, 3*time.Minute)
+		if got := logValue(r.Log, "sum"); len(want) != 64 || got != want {
+			t.Errorf("%s: the reader saw %q, the writer wrote %q", c.claim, got, want)
+		}
+		bucket, prefix := volumeBucket(t, handles[c.claim])
+		s := openBucket(t, bucket, false)
+		if got := objectSum(t, s, prefix+"ckpt/step-1.pt"); got != want {
+			t.Errorf("%s: object %s/%sckpt/step-1.pt has sum %s, the writer wrote %s", c.claim, bucket, prefix, got, want)
+		}
+	}
+	for _, c := range cases {
+		kubectl(t, "-n", ns, "delete", "pod", "write-"+c.claim, "read-"+c.claim, "--wait=true")
+		pv := jsonpath(ns, "pvc/"+c.claim, "{.spec.volumeName}")
+		kubectl(t, "-n", ns, "delete", "pvc", c.claim, "--wait=true")
+		waitFor(t, "volume "+pv+" deleted", 2*time.Minute, func() bool {
+			_, err := kubectlErr("get", "pv", pv)
+			return err != nil && strings.Contains(err.Error(), "NotFound")
+		})
+	}
+	for _, c := range cases {
+		bucket, prefix := volumeBucket(t, handles[c.claim])
+		switch {
+		case c.keep && !bucketExists(t, bucket):
+			t.Errorf("%s: reclaim retain, yet bucket %s is gone", c.claim, bucket)
+		case c.keep:
+			if k := keys(t, openBucket(t, bucket, false), prefix); len(k) == 0 {
+				t.Errorf("%s: reclaim retain, yet the data is gone", c.claim)
+			}
+		case prefix == "" && bucketExists(t, bucket):
+			t.Errorf("%s: reclaim delete, yet bucket %s is still there", c.claim, bucket)
+		case prefix != "":
+			if k := keys(t, openBucket(t, bucket, false), prefix); len(k) != 0 {
+				t.Errorf("%s: reclaim delete, yet %s/%s still holds %v", c.claim, bucket, prefix, k)
+			}
+		}
+	}
+}
