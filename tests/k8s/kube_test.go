@@ -75,8 +75,8 @@ func namespace(t *testing.T, name string) string {
 func dumpNamespace(t *testing.T, ns string) {
 	out, _ := kubectlErr("-n", ns, "get", "pods,pvc,events", "-o", "wide")
 	t.Logf("namespace %s:\n%s", ns, out)
-	logs, _ := kubectlErr("-n", "basin-system", "logs", "daemonset/basin-node", "--tail=40")
-	t.Logf("node plugin log (tail):\n%s", logs)
+	logs, err := kubectlErr("-n", "basin-system", "logs", "daemonset/basin-node", "--tail=40")
+	t.Logf("node plugin log (tail):\n%s%v", logs, err)
 }
 
 // waitFor polls cond every half second until it is true or timeout.
@@ -142,7 +142,13 @@ func waitLog(t *testing.T, ns, pod, line string, timeout time.Duration) {
 	t.Helper()
 	waitFor(t, "pod "+ns+"/"+pod+" to log "+line, timeout, func() bool {
 		out, _ := kubectlErr("-n", ns, "logs", pod)
-		return strings.Contains(out, line)
+		if strings.Contains(out, line) {
+			return true
+		}
+		if ph := jsonpath(ns, "pod/"+pod, "{.status.phase}"); ph == "Succeeded" || ph == "Failed" {
+			t.Fatalf("pod %s/%s ended (%s) without logging %q; log:\n%s", ns, pod, ph, line, out)
+		}
+		return false
 	})
 }
 
@@ -191,7 +197,11 @@ spec:
           mountPath: /data
           readOnly: %t
           mountPropagation: HostToContainer
+        - name: tmp
+          mountPath: /tmp
   volumes:
+    - name: tmp
+      emptyDir: {}
     - name: data
       persistentVolumeClaim:
         claimName: %s

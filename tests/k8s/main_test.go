@@ -24,8 +24,8 @@ type cluster struct {
 
 // scenarios counts the scenarios run and failed, for the summary line.
 type scenarios struct {
-	mu             sync.Mutex
-	names, failed  []string
+	mu            sync.Mutex
+	names, failed []string
 }
 
 var (

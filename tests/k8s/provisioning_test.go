@@ -30,7 +30,10 @@ func TestDynamicProvisioning(t *testing.T) {
 	storageClass(t, "e2e-bucket-delete", "e2e-provision-creds", map[string]string{"provisioning": "bucket", "reclaim": "delete"})
 	storageClass(t, "e2e-bucket-retain", "e2e-provision-creds", map[string]string{"provisioning": "bucket", "reclaim": "retain"})
 
-	cases := []struct{ claim, class string; keep bool }{
+	cases := []struct {
+		claim, class string
+		keep         bool
+	}{
 		{"prefix-delete", "e2e-prefix-delete", false},
 		{"bucket-delete", "e2e-bucket-delete", false},
 		{"bucket-retain", "e2e-bucket-retain", true},
