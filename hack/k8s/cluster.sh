@@ -255,6 +255,7 @@ export BASIN_K8S_MINIO_ACCESS_KEY=$key
 export BASIN_K8S_MINIO_SECRET_KEY=$secret
 export BASIN_K8S_GCS_ENDPOINT=http://127.0.0.1:$GCS_PORT
 export BASIN_K8S_IMAGE=$BASIN_IMAGE
+export BASIN_K8S_CONTAINERD=$SOCK
 EOF
   umask 022
   wait_for minio 60 curl -sf "http://127.0.0.1:$MINIO_PORT/minio/health/live"

@@ -51,6 +51,15 @@ func run(stdin string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// ctr runs containerd's client on the cluster's images.
+func ctr(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("ctr", append([]string{"--address", env.Containerd, "-n", "k8s.io"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
 // apply applies YAML documents.
 func apply(t *testing.T, yaml string) {
 	t.Helper()

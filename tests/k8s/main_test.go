@@ -20,6 +20,7 @@ type cluster struct {
 	MinIOEndpoint               string
 	AccessKey, SecretKey        string
 	GCSEndpoint                 string
+	Containerd                  string // containerd's socket
 }
 
 // scenarios counts the scenarios run and failed, for the summary line.
@@ -91,6 +92,7 @@ func loadCluster() (cluster, error) {
 		Dir: kv["BASIN_K8S_DIR"], Bin: kv["BASIN_K8S_BIN"], Kubeconfig: kv["KUBECONFIG"], Image: kv["BASIN_K8S_IMAGE"],
 		MinIOEndpoint: kv["BASIN_K8S_MINIO_ENDPOINT"], AccessKey: kv["BASIN_K8S_MINIO_ACCESS_KEY"],
 		SecretKey: kv["BASIN_K8S_MINIO_SECRET_KEY"], GCSEndpoint: kv["BASIN_K8S_GCS_ENDPOINT"],
+		Containerd: kv["BASIN_K8S_CONTAINERD"],
 	}
 	if c.Kubeconfig == "" || c.Bin == "" || c.MinIOEndpoint == "" {
 		return cluster{}, fmt.Errorf("%s/env is incomplete", dir)
