@@ -21,6 +21,13 @@ import (
 func staticVolume(t *testing.T, ns, name, handle, bucket, prefix, mode string, attrs map[string]string) {
 	t.Helper()
 	credentialsSecret(t, name+"-creds")
+	staticVolumeWithSecret(t, ns, name, handle, bucket, prefix, mode, attrs)
+}
+
+// staticVolumeWithSecret is staticVolume with the secret name+"-creds"
+// made by the caller.
+func staticVolumeWithSecret(t *testing.T, ns, name, handle, bucket, prefix, mode string, attrs map[string]string) {
+	t.Helper()
 	readOnly := mode == "ReadOnlyMany"
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: v1
