@@ -1,0 +1,95 @@
+//go:build k8se2e
+
+package k8s
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// warmupJob is examples/warmup/job.yaml made to run here: in ns, on the
+// claim, with the image under test, and without what a single node
+// without GPUs cannot satisfy (the GPU node selector, a second pod that
+// anti-affinity keeps off this node).
+func warmupJob(t *testing.T, ns, claim string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/warmup/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(b, &job); err != nil {
+		t.Fatalf("examples/warmup/job.yaml: %v", err)
+	}
+	one := int32(1)
+	job.Namespace = ns
+	job.Spec.Completions, job.Spec.Parallelism = &one, &one
+	spec := &job.Spec.Template.Spec
+	spec.NodeSelector = nil
+	c := &spec.Containers[0]
+	if c.Image != "ghcr.io/basin-csi/basin:latest" || len(c.Args) == 0 || c.Args[0] != "warmup" {
+		t.Fatalf("examples/warmup/job.yaml: unexpected container %s %v", c.Image, c.Args)
+	}
+	c.Image, c.ImagePullPolicy = env.Image, corev1.PullNever
+	found := false
+	for i := range spec.Volumes {
+		if pvc := spec.Volumes[i].PersistentVolumeClaim; pvc != nil {
+			pvc.ClaimName, found = claim, true
+		}
+	}
+	if !found {
+		t.Fatal("examples/warmup/job.yaml mounts no claim")
+	}
+	out, err := yaml.Marshal(&job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestWarmupJob is scenario 8: the warmup Job example warms a dataset;
+// the next pod reads every warmed file with zero bucket requests.
+func TestWarmupJob(t *testing.T) {
+	scenario(t, "warmup")
+	ns := namespace(t, "e2e-warmup")
+	s := openBucket(t, "e2e-warmup", true)
+	sums := putObjects(t, s, "train/", 150, 128<<10)
+	const handle = "e2e-warmup-vol"
+	staticVolume(t, ns, "e2e-warmup", handle, "e2e-warmup", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1"})
+
+	apply(t, warmupJob(t, ns, "e2e-warmup"))
+	kubectl(t, "-n", ns, "wait", "--for=condition=complete", "job/imagenet-warmup", "--timeout=180s")
+	logs := kubectl(t, "-n", ns, "logs", "job/imagenet-warmup")
+	t.Logf("warmup: %s", strings.TrimSpace(logs[max(0, strings.LastIndex(strings.TrimSpace(logs), "\n")):]))
+	// Its pod gone, the volume is unstaged: the reader's FUSE process is
+	// a new one, whose counters start at zero.
+	kubectl(t, "-n", ns, "delete", "job", "imagenet-warmup", "--cascade=foreground", "--wait=true")
+	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(fuseProcesses(t, handle)) == 0 })
+
+	script := `echo sum=$(sha256sum /data/train/* | sha256sum | cut -d' ' -f1)
+echo READY
+sleep 3600`
+	runPod(t, ns, pod{Name: "reader", Claim: "e2e-warmup", Script: script, ReadOnly: true})
+	waitLog(t, ns, "reader", "READY", 2*time.Minute)
+	log := kubectl(t, "-n", ns, "logs", "reader")
+	if got, want := logValue(log, "sum"), digest(sumsListing("/data/train", "train/", sums)); got != want {
+		t.Errorf("the reader saw %s, want %s", got, want)
+	}
+	m := scrape(t, nodeMetrics)
+	vol := map[string]string{"volume": handle}
+	if up := sample(m, "basin_volume_scrape_up", vol); up != 1 {
+		t.Fatalf("basin_volume_scrape_up{volume=%q} = %v: no metrics of the reader's FUSE process", handle, up)
+	}
+	if n := sample(m, "basin_bucket_requests_total", vol); n != 0 {
+		t.Errorf("the reader's FUSE process sent %v bucket requests, want 0 (all warmed)", n)
+		for _, op := range []string{"get", "stat", "list"} {
+			t.Logf("  %s: %v", op, sample(m, "basin_bucket_requests_total", map[string]string{"volume": handle, "op": op}))
+		}
+	}
+}
