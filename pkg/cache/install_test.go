@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -148,5 +150,37 @@ func TestInstallBeyondCapacity(t *testing.T) {
 	}
 	if n := fake.Calls(objstoretest.OpStat); n != 0 {
 		t.Errorf("Stat asked the bucket %d times", n)
+	}
+}
+
+// TestMoveFileAcrossFileSystems: a staged file on another file system
+// than the cache (rename fails with EXDEV) is copied into place with its
+// content and mode, the source goes, and no temporary file stays.
+func TestMoveFileAcrossFileSystems(t *testing.T) {
+	src := filepath.Join(mountTmpfs(t, "4m"), "staged")
+	want := bytes.Repeat([]byte("basin"), 100_000)
+	if err := os.WriteFile(src, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "data", "ab")
+	dst := filepath.Join(dir, "object")
+	if err := os.Rename(src, filepath.Join(t.TempDir(), "probe")); !errors.Is(err, syscall.EXDEV) {
+		t.Fatalf("rename across the tmpfs: %v, want EXDEV", err)
+	}
+	if err := moveFile(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("moved file: %d bytes, %v; want %d bytes", len(got), err, len(want))
+	}
+	if st, err := os.Stat(dst); err != nil || st.Mode() != fileMode {
+		t.Errorf("moved file mode %v, %v; want %v", st.Mode(), err, fs.FileMode(fileMode))
+	}
+	if _, err := os.Stat(src); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("source still there: %v", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
+		t.Errorf("destination directory holds %v, %v; want only the object", ents, err)
 	}
 }
