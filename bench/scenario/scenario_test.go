@@ -146,7 +146,7 @@ func TestWriteFiles(t *testing.T) {
 		if err := set.Verify(set.Key(i), f); err != nil {
 			t.Error(err)
 		}
-		f.Close()
+		_ = f.Close()
 	}
 }
 

@@ -120,7 +120,7 @@ func (f *cacheFixture) readPass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer file.Close()
+		defer func() { _ = file.Close() }()
 		if err := unix.Fadvise(int(file.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			t.Fatalf("fadvise: %v", err)
 		}
@@ -225,7 +225,7 @@ func TestMetricsAfterReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	hits := regexp.MustCompile(`(?m)^basin_cache_hits_total\{volume="s3/1pds/x/y/bucket/vol-1/"\} (\S+)$`).FindSubmatch(body)
 	if hits == nil {
 		t.Fatalf("node metrics lack the volume's hits:\n%s", body)
@@ -267,7 +267,7 @@ func corruptOneDataFile(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }()
 	if _, err := file.WriteAt(bytes.Repeat([]byte{0xa5}, 64), 1000); err != nil {
 		t.Fatal(err)
 	}

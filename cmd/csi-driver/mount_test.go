@@ -43,7 +43,7 @@ func isMounted(t *testing.T, dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == dir {
@@ -165,7 +165,7 @@ func TestMountCommandFD(t *testing.T) {
 	}
 	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,max_read=1048576", fd)
 	if err := syscall.Mount("basin-test", mnt, "fuse.basin", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-		syscall.Close(fd)
+		_ = syscall.Close(fd)
 		t.Fatalf("mount(2): %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
@@ -203,7 +203,7 @@ func TestMountCommandMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	bucket := fmt.Sprintf("basin-cmd-%d", time.Now().UnixNano())
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestMountCommandMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	if _, err := store.Put(t.Context(), "vol/data/x", strings.NewReader("in minio"), objstore.PutOptions{Size: 8}); err != nil {
 		t.Fatal(err)
 	}

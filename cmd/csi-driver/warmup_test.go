@@ -51,7 +51,7 @@ func dataset(t *testing.T, srv *testserver.Server) (bucket string, files map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	bucket = "basin-warmup"
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func dataset(t *testing.T, srv *testserver.Server) (bucket string, files map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	rng := rand.New(rand.NewPCG(1, 2))
 	files = map[string][]byte{}
 	for i := range 48 {

@@ -132,8 +132,8 @@ func TestPinnedObjectsAreNotEvicted(t *testing.T) {
 	if n := fake.Calls(objstoretest.OpRead) - before; n != 0 {
 		t.Errorf("pinned objects were evicted: %d GETs", n)
 	}
-	ha.Close()
-	hb.Close()
+	_ = ha.Close()
+	_ = hb.Close()
 }
 
 func TestUncachedWhenFull(t *testing.T) {
@@ -142,7 +142,7 @@ func TestUncachedWhenFull(t *testing.T) {
 	c, fake, _ := newFixture(t, opts)
 	pin := randBytes(300, 60*kib)
 	hp := openObj(t, c, put(t, fake, "pin", pin))
-	defer hp.Close()
+	defer func() { _ = hp.Close() }()
 	readAll(t, hp, 64*kib)
 	d := randBytes(301, 500*kib)
 	info := put(t, fake, "big", d)
@@ -189,7 +189,7 @@ func TestDiskFull(t *testing.T) {
 			opts := testOpts()
 			opts.MinFreeRatio = tt.minFreeRatio
 			c := openTest(t, dir+"/cache", fake, opts)
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			var infos []objstore.ObjectInfo
 			var datas [][]byte
 			for j := 0; j < 12; j++ { // 12 × 600 KiB on a 4 MiB disk

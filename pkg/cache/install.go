@@ -34,7 +34,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	if err != nil {
 		return fmt.Errorf("cache: install: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("cache: install: %w", err)
@@ -191,7 +191,7 @@ func moveFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	if err := atomicfile.Write(dst, fileMode, atomicfile.Durable, func(w io.Writer) error {
 		_, err := io.Copy(w, in)
 		return err

@@ -24,7 +24,7 @@ func stage(t *testing.T, c *Cache, fake *objstoretest.Fake, key string, data []b
 	if _, err := f.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	_ = f.Close()
 	return put(t, fake, key, data), f.Name()
 }
 
@@ -50,7 +50,7 @@ func TestInstall(t *testing.T) {
 	if !bytes.Equal(readAll(t, h, 100*kib), data) {
 		t.Fatal("wrong bytes")
 	}
-	h.Close()
+	_ = h.Close()
 	got, err := c.Stat(context.Background(), "ckpt/step-1")
 	if err != nil || got.Version != info.Version {
 		t.Fatalf("Stat = %+v, %v", got, err)
@@ -86,7 +86,7 @@ func TestInstallReplacesPinnedVersion(t *testing.T) {
 		t.Errorf("%d GETs", n)
 	}
 	oldPath := old.o.path
-	old.Close()
+	_ = old.Close()
 	if _, err := os.Stat(oldPath); !errors.Is(err, os.ErrNotExist) {
 		t.Error("old version's data file outlived its last handle")
 	}
@@ -99,7 +99,7 @@ func TestInstallReplacesPinnedVersion(t *testing.T) {
 	if err := c.Install(context.Background(), info2, again); err != nil {
 		t.Fatal(err)
 	}
-	h.Close()
+	_ = h.Close()
 	if got := readObject(t, c, info2); !bytes.Equal(got, v2) {
 		t.Fatal("reinstalled version: wrong bytes")
 	}

@@ -93,9 +93,11 @@ func (h *nodeHarness) serve(t *testing.T) {
 	}
 	h.client = csi.NewNodeClient(conn)
 	t.Cleanup(func() {
-		conn.Close()
+		_ = conn.Close()
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("Serve after cancel: %v", err)
+		}
 		n.Close()
 	})
 }

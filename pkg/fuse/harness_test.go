@@ -210,7 +210,7 @@ func newMinIOBucket(t testing.TB, srv *testserver.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatalf("CreateBucket: %v", err)
 	}

@@ -171,7 +171,7 @@ func (l *ioLedger) rewrite() error {
 		return fmt.Errorf("fuse: open the I/O mode ledger: %w", err)
 	}
 	if l.f != nil {
-		l.f.Close()
+		_ = l.f.Close()
 	}
 	l.f, l.records = f, len(buf)/ledgerRecordSize
 	return nil

@@ -35,7 +35,7 @@ func TestRemountWarmCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		fsys, err := newFS(cfg, store, cacheAdapter{c})
 		if err != nil {
 			t.Fatal(err)

@@ -128,14 +128,14 @@ func resumeServer(rawfs gofuse.RawFileSystem, fuseFD int, rec sessionRecord, mo 
 	if err != nil {
 		return nil, fmt.Errorf("fuse: resume: %w", err)
 	}
-	defer unix.Close(sp[1])
+	defer func() { _ = unix.Close(sp[1]) }()
 	if _, err := unix.Write(sp[1], initRequest(rec.InitIn)); err != nil {
-		unix.Close(sp[0])
+		_ = unix.Close(sp[0])
 		return nil, fmt.Errorf("fuse: resume: %w", err)
 	}
 	srv, err := gofuse.NewServer(rawfs, fmt.Sprintf("/dev/fd/%d", sp[0]), mo)
 	if err != nil {
-		unix.Close(sp[0])
+		_ = unix.Close(sp[0])
 		return nil, fmt.Errorf("fuse: resume: %w", err)
 	}
 	// From here go-fuse owns sp[0] (its *os.File closes it).

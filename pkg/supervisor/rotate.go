@@ -116,7 +116,7 @@ func readRotationFile(path string) (r rotationJSON, found bool, err error) {
 	if err != nil {
 		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)

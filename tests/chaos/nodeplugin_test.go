@@ -68,7 +68,7 @@ func newNodeRig(t *testing.T) *nodeRig {
 				t.Logf("plugin log (last lines):\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
 			}
 		}
-		logs.Close()
+		_ = logs.Close()
 		_ = os.RemoveAll(dir)
 	})
 	return r
@@ -125,7 +125,7 @@ func (r *nodeRig) call(ctx context.Context, f func(context.Context, csi.NodeClie
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return f(ctx, csi.NewNodeClient(conn))
 }
 

@@ -81,7 +81,7 @@ func startPlugin(t *testing.T) *plugin {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		conn.Close()
+		_ = conn.Close()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("driver: %v", err)
