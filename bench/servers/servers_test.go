@@ -15,7 +15,7 @@ import (
 )
 
 func TestMinIO(t *testing.T) {
-	bin := testserver.RequireBinary(t, "minio", testserver.MinIOInstallHint)
+	bin := testserver.RequireBinary(t, "minio", testserver.InstallHint)
 	ctx := context.Background()
 	s, err := StartMinIO(ctx, bin, t.TempDir())
 	if err != nil {
@@ -49,7 +49,7 @@ func TestMinIO(t *testing.T) {
 }
 
 func TestGCS(t *testing.T) {
-	bin := testserver.RequireBinary(t, "fake-gcs-server", testserver.GCSInstallHint)
+	bin := testserver.RequireBinary(t, "fake-gcs-server", testserver.InstallHint)
 	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)

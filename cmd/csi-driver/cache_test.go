@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/admin"
 	"github.com/basin-csi/basin/pkg/metrics"
 )
@@ -164,7 +165,7 @@ func runCacheCmd(t *testing.T, args ...string) (string, error) {
 // aggregation that the second pass came from the cache: hits and local
 // opens grew, bucket bytes did not.
 func TestMetricsAfterReads(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	f := newCacheFixture(t)
 
 	f.readPass(t)
@@ -278,7 +279,7 @@ func corruptOneDataFile(t *testing.T, dir string) string {
 // by its FUSE process over the admin socket) and on the idle cache after
 // unmount (opened from disk).
 func TestCacheCommand(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	f := newCacheFixture(t)
 	f.readPass(t)
 	f.readPass(t)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/filestore"
 )
@@ -119,9 +120,7 @@ func crashChild() {
 }
 
 func TestCrashRecovery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test skipped in -short mode")
-	}
+	testserver.SkipShort(t, "20 rounds of a child process killed")
 	bucketDir, cacheDir := t.TempDir(), t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "inodes")
 	store, err := filestore.New(objstore.Config{Backend: objstore.BackendFile, Bucket: bucketDir})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -163,12 +163,10 @@ func TestUncachedWhenFull(t *testing.T) {
 // mountTmpfs mounts a small tmpfs (root only) for disk-full tests.
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testserver.RequireRoot(t, "mounting a tmpfs")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs: %v: %s", err, out)
+		testserver.Unavailable(t, "cannot mount tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 	return dir

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -72,7 +72,7 @@ func TestKeptBlocksExpire(t *testing.T) {
 	opts := testOpts()
 	dir := t.TempDir()
 	if !directSupported(t, dir) {
-		t.Skip("the test directory's file system refuses O_DIRECT: nothing is kept (TestNoDirectIO covers that case)")
+		testserver.Unavailable(t, "the test directory's file system refuses O_DIRECT: nothing is kept (TestNoDirectIO covers that case)")
 	}
 	tune := testTuning()
 	tune.poolIdle = 50 * time.Millisecond
@@ -128,12 +128,10 @@ func TestKeptBlocksExpire(t *testing.T) {
 // O_DIRECT.
 func mountRamfs(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a ramfs needs root")
-	}
+	testserver.RequireRoot(t, "mounting a ramfs")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "ramfs", "-o", "mode=0700", "ramfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount ramfs: %v: %s", err, out)
+		testserver.Unavailable(t, "cannot mount ramfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 	return dir

@@ -171,9 +171,7 @@ func mountDev(t *testing.T, path string) uint64 {
 // verifies afterwards. The summary line is written to
 // $BASIN_CHAOS_NODE_SUMMARY.
 func TestChaosNodePlugin(t *testing.T) {
-	if os.Getenv(chaosEnv) == "" {
-		t.Skip("set " + chaosEnv + "=1 (make chaos) to run the chaos test")
-	}
+	testserver.OptIn(t, chaosEnv, "make chaos")
 	const restarts = 6
 	files := randomFiles("small/", 40, 256<<10)
 	for k, v := range randomFiles("large/", 4, 12<<20) {

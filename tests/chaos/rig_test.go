@@ -37,12 +37,7 @@ type bucket struct {
 // bucket.
 func newBucket(t *testing.T, files map[string][]byte) bucket {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testserver.Unavailable(t, "chaos tests mount FUSE and need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testserver.Unavailable(t, "no /dev/fuse: %v", err)
-	}
+	testserver.RequireFUSE(t)
 	b := bucket{srv: testserver.NewMinIO(t), files: files}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
