@@ -4,10 +4,11 @@ GO        ?= go
 BIN       := bin/csi-driver
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
-TOOLS_DIR ?= $(HOME)/.cache/basin-tools
+TOOLS_DIR ?= $(or $(BASIN_TOOLS_DIR),$(HOME)/.cache/basin-tools)
+export BASIN_TOOLS_DIR := $(TOOLS_DIR)
 export PATH := $(TOOLS_DIR)/bin:$(PATH)
 
-.PHONY: build demo test lint vet sanity e2e chaos bench bench-quick image k8s-e2e k8s-up k8s-down clean
+.PHONY: build demo test tools lint vet sanity e2e chaos bench bench-quick image k8s-e2e k8s-up k8s-down clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/csi-driver
@@ -16,28 +17,31 @@ build:
 demo: build
 	./hack/demo.sh $(BIN)
 
-## test: vet, lint when golangci-lint is installed, then every test with the race detector.
-test: vet lint
+## test: install the pinned tools and servers if missing, vet, lint, then every test with the race detector.
+test: tools vet lint
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+## tools: the apt packages and pinned servers and tools the tests need (a no-op once installed).
+tools:
+	./hack/install-tools.sh
 
 vet:
 	$(GO) vet ./...
 
-lint:
-	@if command -v golangci-lint >/dev/null 2>&1; then golangci-lint run ./...; \
-	else echo "golangci-lint not installed; skipping lint (go vet ran)"; fi
+lint: tools
+	$(TOOLS_DIR)/bin/golangci-lint run ./...
 
 ## sanity: the csi-sanity suite, in-process and against the real binary (needs MinIO, csi-sanity).
-sanity: build
+sanity: build tools
 	$(GO) test -race -count=1 -run Sanity ./pkg/driver/...
 	./tests/sanity/run.sh $(BIN)
 
-e2e:
+e2e: tools
 	$(GO) test -race -count=1 -timeout 30m ./tests/e2e/...
 
 ## chaos: SIGKILL the FUSE process of a volume under 8 readers 20 times, then restart the node plugin
 ## (and once its descriptor holder) under readers (real FUSE, MinIO); the last line is the FUSE-kill summary.
-chaos:
+chaos: tools
 	@rm -f _output/chaos-summary.txt _output/chaos-node-summary.txt
 	BASIN_CHAOS=20 BASIN_CHAOS_SUMMARY=$(CURDIR)/_output/chaos-summary.txt \
 		BASIN_CHAOS_NODE_SUMMARY=$(CURDIR)/_output/chaos-node-summary.txt \

@@ -7,10 +7,11 @@
 #   bench/run.sh --quick     reduced run, a few minutes (make bench-quick)
 #   bench/run.sh --quick -systems rclone,local     any basin-bench flag
 #
-# Needs root (FUSE mounts, drop_caches). Installs what is missing: apt
-# packages (rclone, s3fs, fuse3, python3-torch) and Go-built servers and
-# gcsfuse into ~/.cache/basin-tools/bin. A peer that cannot be installed is
-# reported as n/a. Environment:
+# Needs root (FUSE mounts, drop_caches). Installs what is missing: what the
+# tests use (hack/install-tools.sh: rclone, fuse3, python3-torch, MinIO,
+# fake-gcs-server), then s3fs from apt and gcsfuse into
+# ~/.cache/basin-tools/bin. A peer that cannot be installed is reported as
+# n/a. Environment:
 #   BENCH_WORK        work directory (default /var/tmp/basin-bench; data sets
 #                     and server data are kept there and reused)
 #   BENCH_NO_INSTALL  set to 1 to skip all installation
@@ -29,21 +30,12 @@ fi
 warn() { echo "bench/run.sh: warning: $*" >&2; }
 
 install_tools() {
-  local missing=()
-  command -v rclone >/dev/null || missing+=(rclone)
-  command -v s3fs >/dev/null || missing+=(s3fs)
-  command -v fusermount3 >/dev/null || missing+=(fuse3)
-  /usr/bin/python3 -c 'import torch' 2>/dev/null || missing+=(python3-torch)
-  if ((${#missing[@]})); then
-    echo "installing from apt: ${missing[*]}"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } \
-      || warn "apt-get install ${missing[*]} failed; those systems/scenarios will be n/a"
+  hack/install-tools.sh || warn "hack/install-tools.sh failed; the systems and scenarios it serves may be n/a"
+  if ! command -v s3fs >/dev/null; then
+    echo "installing from apt: s3fs"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq s3fs; } \
+      || warn "apt-get install s3fs failed; s3fs will be n/a"
   fi
-  # One Go build at a time: the machine is small.
-  [[ -x $TOOLS/minio ]] || GOBIN=$TOOLS go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c \
-    || warn "minio build failed; S3 systems will be n/a"
-  [[ -x $TOOLS/fake-gcs-server ]] || GOBIN=$TOOLS go install github.com/fsouza/fake-gcs-server@v1.56.1 \
-    || warn "fake-gcs-server build failed; gcsfuse will be n/a"
   [[ -x $TOOLS/gcsfuse ]] || GOBIN=$TOOLS GOTOOLCHAIN=go1.27.2 \
     go install github.com/googlecloudplatform/gcsfuse/v3@v3.13.0 \
     || warn "gcsfuse build failed; gcsfuse will be n/a"

@@ -144,7 +144,7 @@ func TestWriteDir(t *testing.T) {
 		if err := set.Verify(k, f); err != nil {
 			t.Error(err)
 		}
-		f.Close()
+		_ = f.Close()
 	}
 	if wrote, err := Write(ctx, sink, set, 4, nil); err != nil || wrote {
 		t.Fatalf("second Write = %v, %v; want skipped", wrote, err)

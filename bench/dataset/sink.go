@@ -50,11 +50,11 @@ func (d DirSink) Put(_ context.Context, key string, _ int64, body io.Reader) err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	if _, err := io.Copy(w, body); err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	if err := w.Flush(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	return f.Close()
@@ -99,7 +99,7 @@ func (s StoreSink) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	return io.ReadAll(r)
 }
 

@@ -131,7 +131,7 @@ func (r *Report) WriteFiles(dir string) (string, error) {
 		return "", err
 	}
 	if err := WriteChart(png, r); err != nil {
-		png.Close()
+		_ = png.Close()
 		return "", fmt.Errorf("report: chart: %w", err)
 	}
 	if err := png.Close(); err != nil {
@@ -149,7 +149,7 @@ func (r *Report) WriteFiles(dir string) (string, error) {
 		return "", err
 	}
 	if err := WriteMarkdown(md, r, filepath.Base(base)+".png"); err != nil {
-		md.Close()
+		_ = md.Close()
 		return "", err
 	}
 	return base + ".md", md.Close()

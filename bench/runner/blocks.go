@@ -220,7 +220,7 @@ func (s *session) verify(set dataset.Set, key, rel string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := set.Verify(key, f); err != nil {
 		return fmt.Errorf("wrong data: %w", err)
 	}

@@ -53,7 +53,7 @@ func readWhole(path string, buf []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var total int64
 	for {
 		n, err := f.Read(buf)
@@ -106,7 +106,7 @@ func RandomReads(ctx context.Context, files []File, ranges []Range, size int64, 
 		open := map[int]*os.File{}
 		defer func() {
 			for _, f := range open {
-				f.Close()
+				_ = f.Close()
 			}
 		}()
 		for ctx.Err() == nil {
@@ -126,7 +126,7 @@ func RandomReads(ctx context.Context, files []File, ranges []Range, size int64, 
 			want := min(size, files[r.File].Size-r.Off)
 			n, err := f.ReadAt(buf[:want], r.Off)
 			nbytes.Add(int64(n))
-			if err != nil && !(errors.Is(err, io.EOF) && int64(n) == want) {
+			if err != nil && (!errors.Is(err, io.EOF) || int64(n) != want) {
 				return fmt.Errorf("pread %s at %d: %w", files[r.File].Path, r.Off, err)
 			}
 			reads.Add(1)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/internal/testserver"
 )
 
 // makeSet writes set into a temporary directory and returns it.
@@ -146,7 +147,7 @@ func TestWriteFiles(t *testing.T) {
 		if err := set.Verify(set.Key(i), f); err != nil {
 			t.Error(err)
 		}
-		f.Close()
+		_ = f.Close()
 	}
 }
 
@@ -165,7 +166,7 @@ func torchConfig(t *testing.T) TorchConfig {
 	cfg := TorchConfig{Python: "/usr/bin/python3", Script: filepath.Join(filepath.Dir(file), "..", "torch_epoch.py"),
 		Workers: 2, Batch: 8, Seed: 1}
 	if err := CheckTorch(context.Background(), cfg); err != nil {
-		t.Skipf("no torch: %v (apt-get install python3-torch)", err)
+		testserver.Unavailable(t, "no torch: %v (install: %s)", err, testserver.InstallHint)
 	}
 	return cfg
 }

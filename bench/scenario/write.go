@@ -59,11 +59,11 @@ func writeFile(path string, body io.Reader, buf []byte) (int64, error) {
 	}
 	n, err := io.CopyBuffer(struct{ io.Writer }{f}, body, buf)
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return n, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
+		_ = f.Close()
 		return n, fmt.Errorf("fsync %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {

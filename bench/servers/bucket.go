@@ -14,7 +14,7 @@ func OpenBucket(ctx context.Context, oc objstore.Config, creds objstore.Credenti
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.CreateBucket(ctx, oc.Bucket); err != nil {
 		return nil, fmt.Errorf("create bucket %s: %w", oc.Bucket, err)
 	}

@@ -99,7 +99,7 @@ func start(ctx context.Context, bin string, args, env []string, endpoint, ready 
 		case <-time.After(100 * time.Millisecond):
 		}
 		if resp, err := client.Get(endpoint + ready); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode < 500 {
 				return s, nil
 			}
@@ -124,7 +124,7 @@ func FreePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 func TestMinIO(t *testing.T) {
-	bin := testserver.RequireBinary(t, "minio", testserver.MinIOInstallHint)
+	bin := testserver.RequireBinary(t, "minio", testserver.InstallHint)
 	ctx := context.Background()
 	s, err := StartMinIO(ctx, bin, t.TempDir())
 	if err != nil {
@@ -27,7 +27,7 @@ func TestMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.CreateBucket(ctx, cfg.Bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	if _, err := store.Put(ctx, "k", strings.NewReader("v"), objstore.PutOptions{Size: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestMinIO(t *testing.T) {
 }
 
 func TestGCS(t *testing.T) {
-	bin := testserver.RequireBinary(t, "fake-gcs-server", testserver.GCSInstallHint)
+	bin := testserver.RequireBinary(t, "fake-gcs-server", testserver.InstallHint)
 	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestGCS(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "storage#buckets") {
 		t.Fatalf("list buckets: %d %s", resp.StatusCode, body)
 	}

@@ -158,9 +158,9 @@ func (s *fuseSystem) Mount(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer logf.Close() // the child has its own copy
+	defer func() { _ = logf.Close() }() // the child has its own copy
 	args := s.r.args(s.mnt, s.cache, s.dir)
-	fmt.Fprintf(logf, "=== %s mount: %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	_, _ = fmt.Fprintf(logf, "=== %s mount: %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = childEnv(os.Environ(), s.r.env, s.r.unsetEnv)
@@ -278,7 +278,7 @@ func tail(path string, n int64) string {
 	if err != nil {
 		return "(no log)"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if st, err := f.Stat(); err == nil && st.Size() > n {
 		_, _ = f.Seek(-n, io.SeekEnd)
 	}

@@ -16,7 +16,7 @@ func mountFSType(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return parseMountinfo(bufio.NewScanner(f), filepath.Clean(dir))
 }
 

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/basin-csi/basin/internal/testserver"
 )
 
 func TestParseMountinfo(t *testing.T) {
@@ -151,12 +152,8 @@ func TestMountTimeout(t *testing.T) {
 // TestRealFUSEMount runs the whole life cycle on a real FUSE daemon: rclone
 // serving a local directory (no object store needed).
 func TestRealFUSEMount(t *testing.T) {
-	if _, err := exec.LookPath("rclone"); err != nil || os.Geteuid() != 0 {
-		t.Skip("needs root and rclone (apt-get install rclone)")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
-	}
+	testserver.RequireFUSE(t)
+	testserver.RequireBinary(t, "rclone", testserver.InstallHint)
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "hello"), []byte("through fuse"), 0o644); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func BenchmarkProxyUnshaped(b *testing.B) {
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			b.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 	}
 }
 
@@ -41,6 +41,6 @@ func BenchmarkUpstreamDirect(b *testing.B) {
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			b.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 	}
 }

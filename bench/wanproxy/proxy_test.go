@@ -33,7 +33,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(bytes.Repeat([]byte{'x'}, n))
 	case http.MethodPut:
 		n, _ := io.Copy(io.Discard, r.Body)
-		fmt.Fprint(w, n)
+		_, _ = fmt.Fprint(w, n)
 	case http.MethodPost:
 		// An upload session on the upstream itself, as fake-gcs-server
 		// answers a resumable-upload start.
@@ -74,7 +74,7 @@ func get(t *testing.T, c *http.Client, url string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	n, err := io.Copy(io.Discard, resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestTTFB(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if d := time.Since(start); d < 30*time.Millisecond {
 			t.Errorf("request %d answered after %v, want >= 30ms", i, d)
 		}
@@ -143,7 +143,7 @@ func TestConnBandwidthUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if string(body) != strconv.Itoa(size) {
 		t.Fatalf("upstream saw %q bytes, want %d", body, size)
 	}
@@ -167,7 +167,7 @@ func TestTotalBandwidth(t *testing.T) {
 				errs <- err
 				return
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != each {
 				errs <- fmt.Errorf("read %d bytes: %v", n, err)
 			}
@@ -195,20 +195,20 @@ func TestCountsAndHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	req, _ := http.NewRequest(http.MethodPut, base+"/bkt/c", strings.NewReader(strings.Repeat("y", 4321)))
 	resp, err = c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	req, _ = http.NewRequest(http.MethodDelete, base+"/bkt/c", nil)
 	resp, err = c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 
 	want := Snapshot{
 		KindGet:   {Requests: 2, BytesOut: 1_012_345},
@@ -304,7 +304,7 @@ func TestRewriteHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if got := resp.Header.Get("Location"); got != tc.wantLocation(p) {
 				t.Errorf("Location = %q, want %q", got, tc.wantLocation(p))
 			}

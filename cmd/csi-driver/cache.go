@@ -50,7 +50,7 @@ func cacheFlagSet(c *cacheConfig, out io.Writer) *flag.FlagSet {
 	fs.Var(optionalSize{quantityValue{&c.gc.TargetBytes}}, "target", "gc: evict down to this `size` (default: 85% of the cap)")
 	fs.Var(optionalSize{quantityValue{&c.gc.CapacityBytes}}, "cache-size", "gc: evict to 85% of this `cap` instead of the volume's own (e.g. after lowering cacheSize)")
 	fs.Usage = func() {
-		fmt.Fprint(out, `Usage: csi-driver cache stats|ls|verify|gc [flags]
+		_, _ = fmt.Fprint(out, `Usage: csi-driver cache stats|ls|verify|gc [flags]
 
 Inspects the volume caches of this node; safe while volumes are mounted.
 A volume served by a FUSE process is asked over its admin socket

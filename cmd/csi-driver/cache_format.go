@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 )
 
 // Output of `csi-driver cache`: tables for people, --json for programs.
+// The tables are written to a bufio.Writer, whose first error sticks and
+// is returned by the Flush at the end of writeResults.
 
 // writeJSONResults prints the results as one JSON array.
 func writeJSONResults(w io.Writer, results []volumeResult) error {
@@ -20,30 +23,31 @@ func writeJSONResults(w io.Writer, results []volumeResult) error {
 
 // writeResults prints the results of action as tables.
 func writeResults(w io.Writer, action string, results []volumeResult) error {
-	if len(results) == 0 {
-		_, err := fmt.Fprintln(w, "no volume caches")
-		return err
+	b := bufio.NewWriter(w)
+	switch {
+	case len(results) == 0:
+		fmt.Fprintln(b, "no volume caches")
+	case action == "stats":
+		writeStatsTable(b, results)
+	case action == "ls":
+		writeEntries(b, results)
+	case action == "verify":
+		writeVerify(b, results)
+	case action == "gc":
+		writeGC(b, results)
+	default:
+		return fmt.Errorf("unknown action %q", action)
 	}
-	switch action {
-	case "stats":
-		return writeStatsTable(w, results)
-	case "ls":
-		return writeEntries(w, results)
-	case "verify":
-		return writeVerify(w, results)
-	case "gc":
-		return writeGC(w, results)
-	}
-	return fmt.Errorf("unknown action %q", action)
+	return b.Flush()
 }
 
 // writeStatsTable prints one row per volume.
-func writeStatsTable(w io.Writer, results []volumeResult) error {
+func writeStatsTable(w *bufio.Writer, results []volumeResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CACHE DIR\tSTATE\tUSED\tCAP\tUSE\tOBJECTS\tHIT RATIO\tLOCAL OPENS\tFROM BUCKET\tEVICTIONS\tVOLUME")
+	_, _ = fmt.Fprintln(tw, "CACHE DIR\tSTATE\tUSED\tCAP\tUSE\tOBJECTS\tHIT RATIO\tLOCAL OPENS\tFROM BUCKET\tEVICTIONS\tVOLUME")
 	for _, r := range results {
 		if r.Stats == nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Dir, r.State, orDash(r.VolumeID))
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Dir, r.State, orDash(r.VolumeID))
 			continue
 		}
 		s := r.Stats
@@ -60,17 +64,15 @@ func writeStatsTable(w io.Writer, results []volumeResult) error {
 			capacity = humanBytes(s.CapacityBytes)
 			use = percent(float64(s.UsedBytes) / float64(s.CapacityBytes))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Dir, r.State,
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Dir, r.State,
 			humanBytes(s.UsedBytes), capacity, use, s.Objects, ratio, localOpens, fromBucket, evictions, r.VolumeID)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return writeErrors(w, results)
+	_ = tw.Flush() // its errors are the bufio.Writer's, which stick
+	writeErrors(w, results)
 }
 
 // writeEntries prints each volume's entries under a heading.
-func writeEntries(w io.Writer, results []volumeResult) error {
+func writeEntries(w *bufio.Writer, results []volumeResult) {
 	for i, r := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -86,24 +88,21 @@ func writeEntries(w io.Writer, results []volumeResult) error {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  LAST ACCESS\tSIZE\tCACHED\tBLOCKS\tKEY")
+		_, _ = fmt.Fprintln(tw, "  LAST ACCESS\tSIZE\tCACHED\tBLOCKS\tKEY")
 		for _, e := range r.Entries {
 			at := "-"
 			if !e.LastAccess.IsZero() {
 				at = e.LastAccess.Local().Format(time.DateTime)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d/%d\t%s\n", at, humanBytes(e.Size), humanBytes(e.AllocBytes),
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%d/%d\t%s\n", at, humanBytes(e.Size), humanBytes(e.AllocBytes),
 				e.PresentBlocks, e.Blocks, quoteKey(e.Key))
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush() // its errors are the bufio.Writer's, which stick
 	}
-	return nil
 }
 
 // writeVerify prints each volume's verdict and its problems.
-func writeVerify(w io.Writer, results []volumeResult) error {
+func writeVerify(w *bufio.Writer, results []volumeResult) {
 	for _, r := range results {
 		fmt.Fprintf(w, "%s (%s, %s): ", r.Dir, orDash(r.VolumeID), r.State)
 		switch v := r.Verify; {
@@ -118,11 +117,10 @@ func writeVerify(w io.Writer, results []volumeResult) error {
 			}
 		}
 	}
-	return nil
 }
 
 // writeGC prints what each volume's eviction did.
-func writeGC(w io.Writer, results []volumeResult) error {
+func writeGC(w *bufio.Writer, results []volumeResult) {
 	for _, r := range results {
 		fmt.Fprintf(w, "%s (%s, %s): ", r.Dir, orDash(r.VolumeID), r.State)
 		if r.Error != "" {
@@ -137,19 +135,15 @@ func writeGC(w io.Writer, results []volumeResult) error {
 		}
 		fmt.Fprintln(w)
 	}
-	return nil
 }
 
 // writeErrors lists the volumes that failed below a table.
-func writeErrors(w io.Writer, results []volumeResult) error {
+func writeErrors(w *bufio.Writer, results []volumeResult) {
 	for _, r := range results {
 		if r.Error != "" {
-			if _, err := fmt.Fprintf(w, "%s: error: %s\n", r.Dir, r.Error); err != nil {
-				return err
-			}
+			fmt.Fprintf(w, "%s: error: %s\n", r.Dir, r.Error)
 		}
 	}
-	return nil
 }
 
 // humanBytes formats a byte count with a binary unit and three

@@ -176,3 +176,25 @@ func TestResultsError(t *testing.T) {
 		}
 	}
 }
+
+// failingWriter fails every write, like a closed pipe.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("write: broken pipe") }
+
+// TestWriteResultsReportsWriteErrors: a failed write of any table is the
+// command's error, not lost.
+func TestWriteResultsReportsWriteErrors(t *testing.T) {
+	failed := []volumeResult{{Dir: "/cache/v", Error: "cannot open"}}
+	for _, tt := range []struct {
+		action  string
+		results []volumeResult
+	}{{"stats", sampleResults()}, {"ls", sampleResults()}, {"verify", failed}, {"gc", failed}} {
+		if err := writeResults(failingWriter{}, tt.action, tt.results); err == nil {
+			t.Errorf("%s: a failed write returned no error", tt.action)
+		}
+	}
+	if err := writeResults(failingWriter{}, "stats", nil); err == nil {
+		t.Error("no volumes: a failed write returned no error")
+	}
+}

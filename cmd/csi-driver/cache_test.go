@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/admin"
 	"github.com/basin-csi/basin/pkg/metrics"
 )
@@ -120,7 +121,7 @@ func (f *cacheFixture) readPass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer file.Close()
+		defer func() { _ = file.Close() }()
 		if err := unix.Fadvise(int(file.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			t.Fatalf("fadvise: %v", err)
 		}
@@ -164,7 +165,7 @@ func runCacheCmd(t *testing.T, args ...string) (string, error) {
 // aggregation that the second pass came from the cache: hits and local
 // opens grew, bucket bytes did not.
 func TestMetricsAfterReads(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	f := newCacheFixture(t)
 
 	f.readPass(t)
@@ -225,7 +226,7 @@ func TestMetricsAfterReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	hits := regexp.MustCompile(`(?m)^basin_cache_hits_total\{volume="s3/1pds/x/y/bucket/vol-1/"\} (\S+)$`).FindSubmatch(body)
 	if hits == nil {
 		t.Fatalf("node metrics lack the volume's hits:\n%s", body)
@@ -267,7 +268,7 @@ func corruptOneDataFile(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }()
 	if _, err := file.WriteAt(bytes.Repeat([]byte{0xa5}, 64), 1000); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func corruptOneDataFile(t *testing.T, dir string) string {
 // by its FUSE process over the admin socket) and on the idle cache after
 // unmount (opened from disk).
 func TestCacheCommand(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	f := newCacheFixture(t)
 	f.readPass(t)
 	f.readPass(t)

@@ -34,7 +34,7 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 	healthAddressFlag(fs, &c.Driver.HealthAddress)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(out, "Usage: csi-driver controller [flags]\n\n"+
+		_, _ = fmt.Fprint(out, "Usage: csi-driver controller [flags]\n\n"+
 			"Serves the CSI Identity and Controller services (CreateVolume, DeleteVolume) next to the\n"+
 			"csi-provisioner sidecar. Credentials come from the provisioner secret of each request.\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -46,7 +46,7 @@ func TestRunControllerServesUntilCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	sock := filepath.Join(dir, "csi.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -55,7 +55,7 @@ func TestRunControllerServesUntilCancelled(t *testing.T) {
 	for {
 		conn, err := net.Dial("unix", sock)
 		if err == nil {
-			conn.Close()
+			_ = conn.Close()
 			break
 		}
 		if time.Now().After(deadline) {

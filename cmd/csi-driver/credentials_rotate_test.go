@@ -86,7 +86,7 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	}
 
 	// No rotation file: the handoff file's credentials.
-	got, r, err := startCredentials(handoff())
+	got, _, err := startCredentials(handoff())
 	if err != nil || !got.Equal(a) {
 		t.Fatalf("start without rotation = %q, %v", got.AccessKeyID, err)
 	}
@@ -97,7 +97,8 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	}
 	// A rotation superseding the handoff's: start with it (a heal).
 	writeRotation(t, dir, vol, a, b, 1)
-	if got, r, err = startCredentials(handoff()); err != nil || !got.Equal(b) {
+	got, r, err := startCredentials(handoff())
+	if err != nil || !got.Equal(b) {
 		t.Fatalf("start after a rotation = %q, %v", got.AccessKeyID, err)
 	}
 

@@ -65,7 +65,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		}
 	}
 	if !cfg.keep {
-		defer os.RemoveAll(work)
+		defer func() { _ = os.RemoveAll(work) }()
 	}
 	bucket, cacheDir, mnt := filepath.Join(work, "bucket"), filepath.Join(work, "cache"), filepath.Join(work, "mnt")
 	for _, d := range []string{bucket, mnt} {
@@ -74,13 +74,13 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		}
 	}
 
-	fmt.Fprintf(out, "Basin demo: a local-directory bucket in %s\n", bucket)
+	_, _ = fmt.Fprintf(out, "Basin demo: a local-directory bucket in %s\n", bucket)
 	start := time.Now()
 	want, err := generateDataset(bucket, cfg)
 	if err != nil {
 		return fmt.Errorf("generate dataset: %w", err)
 	}
-	fmt.Fprintf(out, "generated %d small files of %s and one file of %s in %v\n",
+	_, _ = fmt.Fprintf(out, "generated %d small files of %s and one file of %s in %v\n",
 		cfg.files, formatBytes(cfg.fileSize), formatBytes(cfg.largeSize), time.Since(start).Round(time.Millisecond))
 
 	mcfg, err := parseMountArgs([]string{"--cache-dir", cacheDir, "--cache-size", "8Gi", "--volume-id", "demo", "file://" + bucket, mnt})
@@ -96,10 +96,10 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return fmt.Errorf("mount (run as root, with /dev/fuse and fuse3): %w", err)
 	}
 	defer sess.close()
-	fmt.Fprintf(out, "mounted at %s with its cache in %s; every bucket request waits %v\n\n", mnt, cacheDir, cfg.latency)
+	_, _ = fmt.Fprintf(out, "mounted at %s with its cache in %s; every bucket request waits %v\n\n", mnt, cacheDir, cfg.latency)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pass\tfiles\tMiB\tseconds\tMiB/s\tbucket requests\tMiB from bucket\t")
+	_, _ = fmt.Fprintln(tw, "pass\tfiles\tMiB\tseconds\tMiB/s\tbucket requests\tMiB from bucket\t")
 	var cold, warm passResult
 	for i, name := range []string{"cold (first read)", "warm (page cache dropped)"} {
 		if i == 1 && !dropPageCache() {
@@ -111,7 +111,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) error {
 			return fmt.Errorf("%s pass: %w", name, err)
 		}
 		r.requests, r.bucketBytes = slow.requests.Load()-reqs, slow.bytes.Load()-bytes
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.0f\t\n", name, r.files, mib(r.bytes),
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.0f\t\n", name, r.files, mib(r.bytes),
 			r.elapsed.Seconds(), mib(r.bytes)/r.elapsed.Seconds(), r.requests, mib(r.bucketBytes))
 		if i == 0 {
 			cold = r
@@ -119,16 +119,16 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) error {
 			warm = r
 		}
 	}
-	tw.Flush()
+	_ = tw.Flush()
 
 	st := sess.cache.Stats()
-	fmt.Fprintf(out, "\nwarm pass: %.1fx the cold throughput; %.1f%% of its bytes came from the local cache, not the bucket\n",
+	_, _ = fmt.Fprintf(out, "\nwarm pass: %.1fx the cold throughput; %.1f%% of its bytes came from the local cache, not the bucket\n",
 		cold.elapsed.Seconds()/warm.elapsed.Seconds(), 100*(1-float64(warm.bucketBytes)/float64(max(warm.bytes, 1))))
-	fmt.Fprintf(out, "cache: %s on disk for %d objects; hits %d, misses %d, passthrough opens %d (fully cached files are read by the kernel directly)\n",
+	_, _ = fmt.Fprintf(out, "cache: %s on disk for %d objects; hits %d, misses %d, passthrough opens %d (fully cached files are read by the kernel directly)\n",
 		formatBytes(st.UsedBytes), st.Objects, st.Hits, st.Misses, st.Passthrough)
-	fmt.Fprintln(out, "every byte read matched the bucket (CRC32 per file)")
+	_, _ = fmt.Fprintln(out, "every byte read matched the bucket (CRC32 per file)")
 	if cfg.keep {
-		fmt.Fprintf(out, "kept %s\n", work)
+		_, _ = fmt.Fprintf(out, "kept %s\n", work)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func generateDataset(bucket string, cfg demoConfig) (map[string]uint32, error) {
 			_, _ = rng.Read(buf[:n])
 			h.Write(buf[:n])
 			if _, err := f.Write(buf[:n]); err != nil {
-				f.Close()
+				_ = f.Close()
 				return err
 			}
 			left -= n
@@ -245,7 +245,7 @@ func readFile(p string, buf []byte) (int64, uint32, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	h := crc32.NewIEEE()
 	n, err := io.CopyBuffer(h, f, buf)
 	return n, h.Sum32(), err

@@ -21,7 +21,7 @@ func runFDHolder(ctx context.Context, args []string, _, stderr io.Writer) error 
 	socket := fs.String("socket", fdholder.DefaultSocket, "unix `socket` to listen on (its directory is made 0700)")
 	klog.InitFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: csi-driver fdholder [flags]\n\n"+
+		_, _ = fmt.Fprint(stderr, "Usage: csi-driver fdholder [flags]\n\n"+
 			"Holds a duplicate of every FUSE connection's /dev/fuse descriptor that the node plugin\n"+
 			"(csi-driver node --fdholder-socket) hands over, and hands them back to a restarted node\n"+
 			"plugin, which takes the connections over: pods see a pause, not an error. Run it in a\n"+

@@ -53,30 +53,30 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "csi-driver: unknown command %q\n", args[0])
+		_, _ = fmt.Fprintf(stderr, "csi-driver: unknown command %q\n", args[0])
 		usage(stderr, cmds)
 		return 2
 	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "csi-driver %s: %v\n", args[0], err)
+		_, _ = fmt.Fprintf(stderr, "csi-driver %s: %v\n", args[0], err)
 		return 1
 	}
 	return 0
 }
 
 func usage(w io.Writer, cmds map[string]command) {
-	fmt.Fprintf(w, "Basin %s: object-storage buckets as POSIX volumes with a node-local cache.\n\nUsage: csi-driver <command> [flags]\n\nCommands:\n", version)
+	_, _ = fmt.Fprintf(w, "Basin %s: object-storage buckets as POSIX volumes with a node-local cache.\n\nUsage: csi-driver <command> [flags]\n\nCommands:\n", version)
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+		_, _ = fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 }
 
 func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
-	fmt.Fprintln(stdout, version)
+	_, _ = fmt.Fprintln(stdout, version)
 	return nil
 }

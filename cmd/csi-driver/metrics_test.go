@@ -23,7 +23,7 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lis.Close()
+	defer func() { _ = lis.Close() }()
 	return lis.Addr().String()
 }
 
@@ -34,7 +34,7 @@ func TestControllerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	sock, addr := filepath.Join(dir, "csi.sock"), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -51,7 +51,7 @@ func TestControllerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	ids := csi.NewIdentityClient(conn)
 	waitFor(t, "the controller", func() bool {
 		_, err := ids.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
@@ -63,7 +63,7 @@ func TestControllerMetrics(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		body = string(b)
 		return resp.StatusCode == 200
@@ -85,12 +85,12 @@ func TestMetricsAddressInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lis.Close()
+	defer func() { _ = lis.Close() }()
 	dir, err := os.MkdirTemp("", "basin-ctl-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = runController(ctx, []string{"--endpoint", "unix://" + filepath.Join(dir, "csi.sock"), "--metrics-address", lis.Addr().String()}, io.Discard, io.Discard)

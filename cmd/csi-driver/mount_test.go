@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,16 +25,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testserver.Unavailable(t, "FUSE tests need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testserver.Unavailable(t, "no /dev/fuse: %v", err)
-	}
-}
-
 // isMounted reports whether dir is a mount point (per /proc/self/mountinfo).
 func isMounted(t *testing.T, dir string) bool {
 	t.Helper()
@@ -43,7 +32,7 @@ func isMounted(t *testing.T, dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == dir {
@@ -109,7 +98,7 @@ func startMount(t *testing.T, mnt string, args ...string) (stop func() error) {
 }
 
 func TestMountCommandFile(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	bucket, mnt := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(bucket, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -142,7 +131,7 @@ func TestMountCommandFile(t *testing.T) {
 }
 
 func TestMountCommandReadOnly(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	bucket, mnt := t.TempDir(), t.TempDir()
 	startMount(t, mnt, "--cache-dir", t.TempDir(), "--read-only", "file://"+bucket, mnt)
 	err := os.WriteFile(filepath.Join(mnt, "x"), nil, 0o644)
@@ -154,7 +143,7 @@ func TestMountCommandReadOnly(t *testing.T) {
 // TestMountCommandFD serves a /dev/fuse descriptor this process mounted
 // itself, the way the node plugin hands one to the FUSE process.
 func TestMountCommandFD(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	bucket, mnt := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("via fd"), 0o644); err != nil {
 		t.Fatal(err)
@@ -165,7 +154,7 @@ func TestMountCommandFD(t *testing.T) {
 	}
 	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,max_read=1048576", fd)
 	if err := syscall.Mount("basin-test", mnt, "fuse.basin", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-		syscall.Close(fd)
+		_ = syscall.Close(fd)
 		t.Fatalf("mount(2): %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
@@ -195,7 +184,7 @@ func TestMountCommandFD(t *testing.T) {
 }
 
 func TestMountCommandMinIO(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	srv := testserver.MinIO(t)
 	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
 	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
@@ -203,7 +192,7 @@ func TestMountCommandMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	bucket := fmt.Sprintf("basin-cmd-%d", time.Now().UnixNano())
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatal(err)
@@ -213,7 +202,7 @@ func TestMountCommandMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	if _, err := store.Put(t.Context(), "vol/data/x", strings.NewReader("in minio"), objstore.PutOptions{Size: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,14 +245,11 @@ func TestMountCommandMinIO(t *testing.T) {
 // TestMountCommandSIGTERM runs the real binary and checks that SIGTERM
 // unmounts cleanly and exits 0.
 func TestMountCommandSIGTERM(t *testing.T) {
-	requireFUSE(t)
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "csi-driver")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	testserver.RequireFUSE(t)
+	testserver.SkipShort(t, "builds the binary")
+	bin, err := testserver.CSIDriver()
+	if err != nil {
+		t.Fatalf("build csi-driver: %v", err)
 	}
 	bucket, mnt := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("x"), 0o644); err != nil {

@@ -133,19 +133,19 @@ Flags:
 func mountUsage(w io.Writer) {
 	f := defaultMountFlags()
 	fs := mountFlagSet(&f)
-	fmt.Fprint(w, mountSynopsis)
+	_, _ = fmt.Fprint(w, mountSynopsis)
 	fs.VisitAll(func(fl *flag.Flag) {
 		name, usage := flag.UnquoteUsage(fl)
 		line := "  --" + fl.Name
 		if name != "" {
 			line += " " + name
 		}
-		fmt.Fprintln(w, line)
-		fmt.Fprintf(w, "        %s", usage)
+		_, _ = fmt.Fprintln(w, line)
+		_, _ = fmt.Fprintf(w, "        %s", usage)
 		if fl.DefValue != "" && fl.DefValue != "false" {
-			fmt.Fprintf(w, " (default %s)", fl.DefValue)
+			_, _ = fmt.Fprintf(w, " (default %s)", fl.DefValue)
 		}
-		fmt.Fprintln(w)
+		_, _ = fmt.Fprintln(w)
 	})
 }
 

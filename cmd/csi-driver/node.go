@@ -39,7 +39,7 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	registrationFlags(fs, &c.Driver.Registration)
 	klog.InitFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(out, "Usage: csi-driver node [flags]\n\n"+
+		_, _ = fmt.Fprint(out, "Usage: csi-driver node [flags]\n\n"+
 			"Serves the CSI Identity and Node services on a node: stages volumes (one FUSE process and one\n"+
 			"cache per volume), publishes them into pods, and heals mounts whose FUSE process died.\n\nFlags:\n")
 		fs.PrintDefaults()

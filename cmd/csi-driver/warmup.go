@@ -75,14 +75,14 @@ func warmupFlagSet(f *warmupFlags) *flag.FlagSet {
 
 func warmupUsage(w io.Writer) {
 	var f warmupFlags
-	fmt.Fprint(w, warmupSynopsis)
+	_, _ = fmt.Fprint(w, warmupSynopsis)
 	warmupFlagSet(&f).VisitAll(func(fl *flag.Flag) {
 		name, usage := flag.UnquoteUsage(fl)
-		fmt.Fprintf(w, "  %s\n        %s", strings.TrimSpace("--"+fl.Name+" "+name), usage)
+		_, _ = fmt.Fprintf(w, "  %s\n        %s", strings.TrimSpace("--"+fl.Name+" "+name), usage)
 		if fl.DefValue != "" && fl.DefValue != "false" {
-			fmt.Fprintf(w, " (default %s)", fl.DefValue)
+			_, _ = fmt.Fprintf(w, " (default %s)", fl.DefValue)
 		}
-		fmt.Fprintln(w)
+		_, _ = fmt.Fprintln(w)
 	})
 }
 
@@ -172,23 +172,23 @@ func printSummary(w io.Writer, res warmup.Result, stateFile string) {
 	if res.MetadataOnly {
 		verb, amount = "stat'ed", "sizes "+amount
 	}
-	fmt.Fprintf(w, "warmup: %s %d files (%s) in %s", verb, res.Files, amount, res.Elapsed.Round(100*time.Millisecond))
+	_, _ = fmt.Fprintf(w, "warmup: %s %d files (%s) in %s", verb, res.Files, amount, res.Elapsed.Round(100*time.Millisecond))
 	if !res.MetadataOnly && res.Elapsed > 0 {
-		fmt.Fprintf(w, ", %s/s", warmup.FormatBytes(int64(res.Rate())))
+		_, _ = fmt.Fprintf(w, ", %s/s", warmup.FormatBytes(int64(res.Rate())))
 	}
-	fmt.Fprintf(w, "; %d directories; %d errors\n", res.Dirs, res.Errors)
+	_, _ = fmt.Fprintf(w, "; %d directories; %d errors\n", res.Dirs, res.Errors)
 	if res.SkippedFiles > 0 {
-		fmt.Fprintf(w, "warmup: skipped %d files (%s) an earlier run warmed (state file %s)\n",
+		_, _ = fmt.Fprintf(w, "warmup: skipped %d files (%s) an earlier run warmed (state file %s)\n",
 			res.SkippedFiles, warmup.FormatBytes(res.SkippedBytes), stateFile)
 	}
 	if res.StateNote != "" {
-		fmt.Fprintln(w, "warmup:", res.StateNote)
+		_, _ = fmt.Fprintln(w, "warmup:", res.StateNote)
 	}
 	for _, f := range res.Failures {
-		fmt.Fprintf(w, "warmup: failed: %s: %v\n", f.Path, f.Err)
+		_, _ = fmt.Fprintf(w, "warmup: failed: %s: %v\n", f.Path, f.Err)
 	}
 	if n := res.Errors - int64(len(res.Failures)); n > 0 {
-		fmt.Fprintf(w, "warmup: ... and %d more failures\n", n)
+		_, _ = fmt.Fprintf(w, "warmup: ... and %d more failures\n", n)
 	}
 	c := res.Cache
 	if c.Known {
@@ -196,14 +196,14 @@ func printSummary(w io.Writer, res warmup.Result, stateFile string) {
 		if c.After.Uncapped {
 			capacity = "no cap"
 		}
-		fmt.Fprintf(w, "warmup: cache (statfs of the mount): %s used before, %s after, capacity %s\n",
+		_, _ = fmt.Fprintf(w, "warmup: cache (statfs of the mount): %s used before, %s after, capacity %s\n",
 			warmup.FormatBytes(c.Before.Used), warmup.FormatBytes(c.After.Used), capacity)
 	}
 	prefix := "warmup: cache: "
 	if !c.Fits && c.Known {
 		prefix = "warmup: WARNING: cache: "
 	}
-	fmt.Fprintln(w, prefix+c.Verdict)
+	_, _ = fmt.Fprintln(w, prefix+c.Verdict)
 }
 
 // progressReporter shows progress: a bar redrawn in place on a terminal,
@@ -231,17 +231,17 @@ func (r *progressReporter) update(p warmup.Progress) {
 	case p.Done:
 		// the summary follows
 	case r.tty:
-		fmt.Fprintf(r.w, "\r\x1b[K%s", p.Bar(32))
+		_, _ = fmt.Fprintf(r.w, "\r\x1b[K%s", p.Bar(32))
 		r.drawn = true
 	default:
-		fmt.Fprintf(r.w, "warmup: %s\n", p.Line())
+		_, _ = fmt.Fprintf(r.w, "warmup: %s\n", p.Line())
 	}
 }
 
 // finish ends the bar's line.
 func (r *progressReporter) finish() {
 	if r.drawn {
-		fmt.Fprintln(r.w)
+		_, _ = fmt.Fprintln(r.w)
 	}
 }
 

@@ -51,7 +51,7 @@ func dataset(t *testing.T, srv *testserver.Server) (bucket string, files map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	bucket = "basin-warmup"
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func dataset(t *testing.T, srv *testserver.Server) (bucket string, files map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	rng := rand.New(rand.NewPCG(1, 2))
 	files = map[string][]byte{}
 	for i := range 48 {
@@ -137,7 +137,7 @@ func dropFilePages(t *testing.T) {
 // bucket. A file outside the prefix fails, which shows the bucket is
 // really gone.
 func TestWarmupThenBucketDown(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	srv := testserver.NewMinIO(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
@@ -199,7 +199,7 @@ func TestWarmupThenBucketDown(t *testing.T) {
 // TestWarmupDoesNotFit warms more than the cache's cap and expects the
 // summary to say so.
 func TestWarmupDoesNotFit(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	srv := testserver.NewMinIO(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)

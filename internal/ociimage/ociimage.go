@@ -24,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
 // File is one regular file of the image.
@@ -63,13 +65,11 @@ func Write(spec Spec, out string) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("ociimage: tag %q: %w", spec.Tag, err)
 	}
-	tmp := out + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
-		os.Remove(tmp)
-		return v1.Hash{}, fmt.Errorf("ociimage: write %s: %w", out, err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return v1.Hash{}, err
+	// Not fsynced: a build output, written again by the next build.
+	if err := atomicfile.Write(out, 0o644, atomicfile.NoSync, func(w io.Writer) error {
+		return tarball.Write(tag, img, w)
+	}); err != nil {
+		return v1.Hash{}, fmt.Errorf("ociimage: %w", err)
 	}
 	return img.Digest()
 }
@@ -187,7 +187,7 @@ func copyFile(w io.Writer, src string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("ociimage: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := io.CopyN(w, f, size); err != nil {
 		return fmt.Errorf("ociimage: copy %s: %w", src, err)
 	}

@@ -85,7 +85,7 @@ func TestImageContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	got := map[string]*tar.Header{}
 	tr := tar.NewReader(rc)
 	for {

@@ -47,7 +47,7 @@ func TestOpen(t *testing.T) {
 	if n, _ := r.Read(buf); string(buf[:n]) != "hello" {
 		t.Errorf("read %q", buf[:n])
 	}
-	r.Close()
+	_ = r.Close()
 
 	_, err = Open(filepath.Join(dir, "missing"), os.O_RDONLY, 0)
 	var pe *os.PathError

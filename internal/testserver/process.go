@@ -43,7 +43,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -75,7 +75,7 @@ func startProcess(bin string, args, env []string, readyURL string) (*process, er
 		}
 		resp, err := client.Get(readyURL)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode < 500 {
 				return p, nil
 			}

@@ -9,11 +9,9 @@ import (
 	"testing"
 )
 
-// MinIOInstallHint tells how to get the MinIO binary.
-const MinIOInstallHint = "GOBIN=~/.cache/basin-tools/bin go install github.com/minio/minio@latest"
-
-// GCSInstallHint tells how to get the fake-gcs-server binary.
-const GCSInstallHint = "GOBIN=~/.cache/basin-tools/bin go install github.com/fsouza/fake-gcs-server@latest"
+// InstallHint tells how to get the pinned servers and tools the tests
+// use: the script `make test` and CI run first.
+const InstallHint = "hack/install-tools.sh (make tools)"
 
 // Server is one running object-store server.
 type Server struct {
@@ -99,10 +97,10 @@ func start(t testing.TB, kind, dir string) (*Server, error) {
 	s := &Server{kind: kind, dataDir: dir}
 	switch kind {
 	case "minio":
-		s.bin = RequireBinary(t, "minio", MinIOInstallHint)
+		s.bin = RequireBinary(t, "minio", InstallHint)
 		s.AccessKey, s.SecretKey, s.Region = "basinadmin", "basin-secret-key-1234", "us-east-1"
 	case "gcs":
-		s.bin = RequireBinary(t, "fake-gcs-server", GCSInstallHint)
+		s.bin = RequireBinary(t, "fake-gcs-server", InstallHint)
 	}
 	port, err := freePort()
 	if err != nil {

@@ -11,7 +11,7 @@ func TestListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	sock := filepath.Join(dir, "s.sock")
 	lis, err := Listen(sock)
 	if err != nil {
@@ -21,12 +21,12 @@ func TestListen(t *testing.T) {
 	if ul, ok := lis.(interface{ SetUnlinkOnClose(bool) }); ok {
 		ul.SetUnlinkOnClose(false)
 	}
-	lis.Close()
+	_ = lis.Close()
 	lis, err = Listen(sock)
 	if err != nil {
 		t.Fatalf("over a stale socket: %v", err)
 	}
-	lis.Close()
+	_ = lis.Close()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)

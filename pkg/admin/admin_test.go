@@ -46,7 +46,7 @@ func liveFixture(t *testing.T, capacity int64) (*cache.Cache, *Client, string) {
 		if _, err := io.ReadAll(io.NewSectionReader(readerAt{ctx, h}, 0, info.Size)); err != nil {
 			t.Fatal(err)
 		}
-		h.Close()
+		_ = h.Close()
 		time.Sleep(2 * time.Millisecond) // distinct access times
 	}
 	if err := c.Sync(); err != nil {
@@ -168,7 +168,7 @@ func corrupt(t *testing.T, dir string) {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		_, err = f.WriteAt([]byte("corrupted!"), 10)
 		return err
 	})
@@ -189,7 +189,7 @@ func TestNotServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	lis.(interface{ SetUnlinkOnClose(bool) }).SetUnlinkOnClose(false)
-	lis.Close()
+	_ = lis.Close()
 	if _, err := cl.Stats(context.Background()); !errors.Is(err, ErrNotServing) {
 		t.Errorf("stale socket: %v, want ErrNotServing", err)
 	}
@@ -198,7 +198,7 @@ func TestNotServing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listen over a stale socket: %v", err)
 	}
-	lis.Close()
+	_ = lis.Close()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)

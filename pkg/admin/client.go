@@ -79,7 +79,7 @@ func (c *Client) Metrics(ctx context.Context) ([]*dto.MetricFamily, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if err := checkStatus(resp); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (c *Client) do(ctx context.Context, method, path string, params url.Values,
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if err := checkStatus(resp); err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func TestWarmPassWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	var infos []objstore.ObjectInfo
 	for i := range 6 {
 		infos = append(infos, put(t, fake, fmt.Sprintf("o%d", i), randBytes(uint64(i), 64*kib)))

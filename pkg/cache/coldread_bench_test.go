@@ -78,7 +78,7 @@ func benchColdSequential(b *testing.B, store objstore.Store, info objstore.Objec
 		if n != info.Size {
 			b.Fatalf("read %d bytes of %d", n, info.Size)
 		}
-		h.Close()
+		_ = h.Close()
 		if err := c.Close(); err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/filestore"
 )
@@ -75,8 +76,9 @@ func crashChild() {
 	for gen := 100 * os.Getpid(); ; gen++ {
 		i := r.IntN(crashObjects)
 		key := crashKey(i)
-		switch op := r.IntN(10); {
-		case op == 0: // write-through of a new version
+		op := r.IntN(10)
+		switch op {
+		case 0: // write-through of a new version
 			data := crashData(i, gen)
 			staged := filepath.Join(c.StagingDir(), "up")
 			if err := os.WriteFile(staged, data, 0o600); err != nil {
@@ -89,13 +91,13 @@ func crashChild() {
 			if err := c.Install(ctx, info, staged); err != nil {
 				fail(err)
 			}
-		case op == 1: // inode allocation
+		case 1: // inode allocation
 			p := fmt.Sprintf("dir%d/file-%d", r.IntN(5), r.IntN(50))
 			ino, err := c.InodeOf(p)
 			if err != nil {
 				fail(err)
 			}
-			fmt.Fprintf(inoLog, "%s %d\n", p, ino)
+			_, _ = fmt.Fprintf(inoLog, "%s %d\n", p, ino)
 		default: // reads, some of them prefetching
 			info, err := c.Stat(ctx, key)
 			if err != nil {
@@ -118,16 +120,14 @@ func crashChild() {
 }
 
 func TestCrashRecovery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test skipped in -short mode")
-	}
+	testserver.SkipShort(t, "20 rounds of a child process killed")
 	bucketDir, cacheDir := t.TempDir(), t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "inodes")
 	store, err := filestore.New(objstore.Config{Backend: objstore.BackendFile, Bucket: bucketDir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	for i := 0; i < crashObjects; i++ {
 		put(t, store, crashKey(i), crashData(i, 0))
 	}
@@ -169,7 +169,7 @@ func checkAfterCrash(t *testing.T, round int, cacheDir string, store objstore.St
 	t.Helper()
 	ctx := context.Background()
 	c := openTest(t, cacheDir, store, crashOpts())
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if rep, err := c.Verify(ctx); err != nil {
 		t.Fatalf("round %d: verify after crash: %v\n%s", round, err, strings.Join(rep.Problems, "\n"))
 	}
@@ -183,7 +183,7 @@ func checkAfterCrash(t *testing.T, round int, cacheDir string, store objstore.St
 			t.Fatal(err)
 		}
 		want, _ := io.ReadAll(rc)
-		rc.Close()
+		_ = rc.Close()
 		if got := readObject(t, c, info); !bytes.Equal(got, want) {
 			t.Fatalf("round %d: %s: cache returned bytes that differ from the bucket", round, info.Key)
 		}
@@ -218,7 +218,7 @@ func checkAfterCrash(t *testing.T, round int, cacheDir string, store objstore.St
 				*logged++
 			}
 		}
-		f.Close()
+		_ = f.Close()
 	}
 	if rep, err := c.Verify(ctx); err != nil {
 		t.Fatalf("round %d: verify after reads: %v\n%s", round, err, strings.Join(rep.Problems, "\n"))

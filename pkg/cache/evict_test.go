@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -132,8 +132,8 @@ func TestPinnedObjectsAreNotEvicted(t *testing.T) {
 	if n := fake.Calls(objstoretest.OpRead) - before; n != 0 {
 		t.Errorf("pinned objects were evicted: %d GETs", n)
 	}
-	ha.Close()
-	hb.Close()
+	_ = ha.Close()
+	_ = hb.Close()
 }
 
 func TestUncachedWhenFull(t *testing.T) {
@@ -142,7 +142,7 @@ func TestUncachedWhenFull(t *testing.T) {
 	c, fake, _ := newFixture(t, opts)
 	pin := randBytes(300, 60*kib)
 	hp := openObj(t, c, put(t, fake, "pin", pin))
-	defer hp.Close()
+	defer func() { _ = hp.Close() }()
 	readAll(t, hp, 64*kib)
 	d := randBytes(301, 500*kib)
 	info := put(t, fake, "big", d)
@@ -163,12 +163,10 @@ func TestUncachedWhenFull(t *testing.T) {
 // mountTmpfs mounts a small tmpfs (root only) for disk-full tests.
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testserver.RequireRoot(t, "mounting a tmpfs")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs: %v: %s", err, out)
+		testserver.Unavailable(t, "cannot mount tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 	return dir
@@ -189,7 +187,7 @@ func TestDiskFull(t *testing.T) {
 			opts := testOpts()
 			opts.MinFreeRatio = tt.minFreeRatio
 			c := openTest(t, dir+"/cache", fake, opts)
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			var infos []objstore.ObjectInfo
 			var datas [][]byte
 			for j := 0; j < 12; j++ { // 12 × 600 KiB on a 4 MiB disk

@@ -3,7 +3,6 @@ package cache
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -296,8 +295,7 @@ type usageFile struct {
 	LastAccess int64  `json:"lastAccessUnixNano"`
 }
 
-// writeUsage publishes the usage file (temp + rename; advisory, so not
-// fsynced).
+// writeUsage publishes the usage file (see writeUsageBytes).
 func (c *Cache) writeUsage() {
 	u := usageFile{
 		VolumeID:   c.opts.VolumeID,
@@ -315,11 +313,7 @@ func (c *Cache) writeUsage() {
 	if err != nil {
 		return
 	}
-	tmp := filepath.Join(c.dir, usageFileName+".tmp")
-	if err := os.WriteFile(tmp, b, fileMode); err != nil {
-		return
-	}
-	if os.Rename(tmp, filepath.Join(c.dir, usageFileName)) == nil {
+	if writeUsageBytes(c.dir, b) == nil {
 		c.lastUsage = u
 	}
 }

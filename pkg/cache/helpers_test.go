@@ -135,7 +135,7 @@ func openObj(t testing.TB, c *Cache, info objstore.ObjectInfo) *Handle {
 func readObject(t testing.TB, c *Cache, info objstore.ObjectInfo) []byte {
 	t.Helper()
 	h := openObj(t, c, info)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	return readAll(t, h, 48*kib)
 }
 

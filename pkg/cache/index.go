@@ -7,6 +7,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // The bbolt schema (schemaVersion 1). Keys of "listings" and "inodes"
@@ -83,7 +84,7 @@ func openIndex(path string) (*index, error) {
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 	}
 	if err != nil {

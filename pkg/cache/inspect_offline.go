@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
 // Offline is a cache directory opened without a store, for inspection
@@ -106,21 +108,26 @@ func readUsageFile(dir string) (usageFile, error) {
 	return u, nil
 }
 
-// writeUsageFile replaces the usage file (temp + rename, like
-// Cache.writeUsage).
+// writeUsageFile replaces the usage file.
 func writeUsageFile(dir string, u usageFile) error {
 	b, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, usageFileName+".tmp")
-	if err := os.WriteFile(tmp, b, fileMode); err != nil {
-		return fmt.Errorf("cache: write usage: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, usageFileName)); err != nil {
+	if err := writeUsageBytes(dir, b); err != nil {
 		return fmt.Errorf("cache: write usage: %w", err)
 	}
 	return nil
+}
+
+// writeUsageBytes replaces the usage file with b, atomically but not
+// fsynced: the file is an advisory summary (for node-wide GC and
+// inspection, never for the cache's own accounting) rewritten at every
+// flush, so a machine crash that leaves it stale or empty costs a wrong
+// summary until the next mount flushes, while an fsync would cost a disk
+// flush at every flush.
+func writeUsageBytes(dir string, b []byte) error {
+	return atomicfile.WriteFile(filepath.Join(dir, usageFileName), b, fileMode, atomicfile.NoSync)
 }
 
 // Usage is what a cache last published about itself: read without

@@ -31,7 +31,7 @@ func fillInspect(t *testing.T, c *Cache, fake *objstoretest.Fake) {
 	if _, err := h.ReadAt(context.Background(), buf, 0); err != nil {
 		t.Fatal(err)
 	}
-	h.Close()
+	_ = h.Close()
 	mustFlush(t, c)
 }
 
@@ -154,7 +154,7 @@ func TestPinnedObjectsCount(t *testing.T) {
 	if n := c.PinnedObjects(); n != 1 {
 		t.Errorf("pinned = %d with one open handle", n)
 	}
-	h.Close()
+	_ = h.Close()
 	if n := c.PinnedObjects(); n != 0 {
 		t.Errorf("pinned = %d after close", n)
 	}
@@ -211,7 +211,7 @@ func corruptDataFile(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	b := make([]byte, 16)
 	if _, err := f.ReadAt(b, 100); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"github.com/basin-csi/basin/internal/atomicfile"
 	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -33,7 +34,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	if err != nil {
 		return fmt.Errorf("cache: install: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("cache: install: %w", err)
@@ -177,7 +178,7 @@ func (c *Cache) dropRecordFileLocked(key string, o *object) {
 }
 
 // moveFile renames src to dst, creating dst's directory; across file
-// systems it copies (through a temporary name) and removes src.
+// systems it copies src to dst durably (atomicfile) and removes src.
 func moveFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
 		return err
@@ -186,35 +187,16 @@ func moveFile(src, dst string) error {
 	if !errors.Is(err, syscall.EXDEV) {
 		return err
 	}
-	tmp := dst + ".tmp"
-	if err := copyFile(src, tmp); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Remove(src)
-}
-
-func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
-	if err != nil {
+	defer func() { _ = in.Close() }()
+	if err := atomicfile.Write(dst, fileMode, atomicfile.Durable, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	}); err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
+	return os.Remove(src)
 }

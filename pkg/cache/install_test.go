@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -22,7 +24,7 @@ func stage(t *testing.T, c *Cache, fake *objstoretest.Fake, key string, data []b
 	if _, err := f.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	_ = f.Close()
 	return put(t, fake, key, data), f.Name()
 }
 
@@ -48,7 +50,7 @@ func TestInstall(t *testing.T) {
 	if !bytes.Equal(readAll(t, h, 100*kib), data) {
 		t.Fatal("wrong bytes")
 	}
-	h.Close()
+	_ = h.Close()
 	got, err := c.Stat(context.Background(), "ckpt/step-1")
 	if err != nil || got.Version != info.Version {
 		t.Fatalf("Stat = %+v, %v", got, err)
@@ -84,7 +86,7 @@ func TestInstallReplacesPinnedVersion(t *testing.T) {
 		t.Errorf("%d GETs", n)
 	}
 	oldPath := old.o.path
-	old.Close()
+	_ = old.Close()
 	if _, err := os.Stat(oldPath); !errors.Is(err, os.ErrNotExist) {
 		t.Error("old version's data file outlived its last handle")
 	}
@@ -97,7 +99,7 @@ func TestInstallReplacesPinnedVersion(t *testing.T) {
 	if err := c.Install(context.Background(), info2, again); err != nil {
 		t.Fatal(err)
 	}
-	h.Close()
+	_ = h.Close()
 	if got := readObject(t, c, info2); !bytes.Equal(got, v2) {
 		t.Fatal("reinstalled version: wrong bytes")
 	}
@@ -148,5 +150,37 @@ func TestInstallBeyondCapacity(t *testing.T) {
 	}
 	if n := fake.Calls(objstoretest.OpStat); n != 0 {
 		t.Errorf("Stat asked the bucket %d times", n)
+	}
+}
+
+// TestMoveFileAcrossFileSystems: a staged file on another file system
+// than the cache (rename fails with EXDEV) is copied into place with its
+// content and mode, the source goes, and no temporary file stays.
+func TestMoveFileAcrossFileSystems(t *testing.T) {
+	src := filepath.Join(mountTmpfs(t, "4m"), "staged")
+	want := bytes.Repeat([]byte("basin"), 100_000)
+	if err := os.WriteFile(src, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "data", "ab")
+	dst := filepath.Join(dir, "object")
+	if err := os.Rename(src, filepath.Join(t.TempDir(), "probe")); !errors.Is(err, syscall.EXDEV) {
+		t.Fatalf("rename across the tmpfs: %v, want EXDEV", err)
+	}
+	if err := moveFile(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("moved file: %d bytes, %v; want %d bytes", len(got), err, len(want))
+	}
+	if st, err := os.Stat(dst); err != nil || st.Mode() != fileMode {
+		t.Errorf("moved file mode %v, %v; want %v", st.Mode(), err, fs.FileMode(fileMode))
+	}
+	if _, err := os.Stat(src); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("source still there: %v", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
+		t.Errorf("destination directory holds %v, %v; want only the object", ents, err)
 	}
 }

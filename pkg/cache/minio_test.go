@@ -31,7 +31,7 @@ func minioStore(t testing.TB) objstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.CreateBucket(context.Background(), cfg.Bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestMinIOReadThrough(t *testing.T) {
 	opts := testOpts()
 	opts.Origin = "s3://minio/"
 	c := openTest(t, t.TempDir(), store, opts)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	ctx := context.Background()
 	small, large := randBytes(900, 100*kib), randBytes(901, 2*mib+17)
 	put(t, store, "s", small)
@@ -85,9 +85,9 @@ func TestMinIOReadThrough(t *testing.T) {
 	cold := old
 	cold.Key = "dir/l"
 	c2 := openTest(t, t.TempDir(), store, opts)
-	defer c2.Close()
+	defer func() { _ = c2.Close() }()
 	h := openObj(t, c2, cold)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	if _, err := h.ReadAt(ctx, make([]byte, 10), 0); !errors.Is(err, objstore.ErrPreconditionFailed) {
 		t.Fatalf("read of a replaced version: %v, want ErrPreconditionFailed", err)
 	}
@@ -157,7 +157,7 @@ func BenchmarkColdFetchMinIO(b *testing.B) {
 				if n, err := io.Copy(io.Discard, rc); err != nil || n != size {
 					b.Fatal(n, err)
 				}
-				rc.Close()
+				_ = rc.Close()
 			}
 		})
 		b.Run(net.name+"/store-parallel", func(b *testing.B) {
@@ -175,7 +175,7 @@ func BenchmarkColdFetchMinIO(b *testing.B) {
 						rc, _, err := store.Read(ctx, info.Key, objstore.ReadOptions{Offset: off, Length: DefaultPartSize})
 						if err == nil {
 							_, err = io.Copy(io.Discard, rc)
-							rc.Close()
+							_ = rc.Close()
 						}
 						errs[i] = err
 					})
@@ -209,9 +209,9 @@ func BenchmarkColdFetchMinIO(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					h.Close()
+					_ = h.Close()
 					b.StopTimer()
-					c.Close()
+					_ = c.Close()
 					b.StartTimer()
 					i++
 				}

@@ -102,7 +102,7 @@ func inUse(dir string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return !tryFlock(f)
 }
 

@@ -40,7 +40,7 @@ func TestNodeBudget(t *testing.T) {
 		}
 	}
 	busy := fill("busy")
-	defer busy.Close()
+	defer func() { _ = busy.Close() }()
 	mustFlush(t, busy)
 
 	vols, err := node.Volumes(context.Background())
@@ -89,7 +89,7 @@ func TestNodeBudget(t *testing.T) {
 	opts := testOpts()
 	opts.VolumeID, opts.Origin = "newer", "fake://newer"
 	c := openTest(t, dir, fake, opts)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if st := c.Stats(); st.Objects == 0 || st.Objects == 8 {
 		t.Errorf("newer after Enforce: %d objects, want some but not all", st.Objects)
 	}

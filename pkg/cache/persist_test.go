@@ -33,7 +33,7 @@ func TestReopenRoundTrip(t *testing.T) {
 	if _, err := h.ReadAt(context.Background(), make([]byte, 10), 70*kib); err != nil {
 		t.Fatal(err)
 	}
-	h.Close()
+	_ = h.Close()
 	paths := []string{"", "dir", "dir/f0", "dir/f1", "a/very/deep/path", "dir/f2"}
 	inos, err := c.InodesOf(paths)
 	if err != nil {
@@ -47,7 +47,7 @@ func TestReopenRoundTrip(t *testing.T) {
 	}
 
 	c = openTest(t, dir, fake, testOpts())
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	fake.ResetCounters()
 	for i := range infos {
 		if got := readObject(t, c, infos[i]); !bytes.Equal(got, datas[i]) {
@@ -67,7 +67,7 @@ func TestReopenRoundTrip(t *testing.T) {
 	if got := readAll(t, h, 64*kib); !bytes.Equal(got, partial) {
 		t.Fatal("partial object: wrong bytes")
 	}
-	h.Close()
+	_ = h.Close()
 	for i, p := range paths {
 		got, err := c.InodeOf(p)
 		if err != nil || got != inos[i] {
@@ -108,7 +108,7 @@ func TestRecoveryAfterUncleanShutdown(t *testing.T) {
 	readObject(t, c, gone)
 	h := openObj(t, c, gone)
 	gonePath := h.o.path
-	h.Close()
+	_ = h.Close()
 	mustFlush(t, c)
 	// Simulate a crash: no Close, so no clean flag; the index stays as the
 	// last flush left it. Release the locks as process exit would.
@@ -134,7 +134,7 @@ func TestRecoveryAfterUncleanShutdown(t *testing.T) {
 	}
 
 	c = openTest(t, dir, fake, testOpts())
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if rep, err := c.Verify(context.Background()); err != nil {
 		t.Fatalf("verify after recovery: %v %v", err, rep.Problems)
 	}
@@ -157,7 +157,7 @@ func TestOpenErrors(t *testing.T) {
 	t.Run("locked", func(t *testing.T) {
 		dir := t.TempDir()
 		c := openTest(t, dir, fake, testOpts())
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		if _, err := Open(context.Background(), dir, fake, testOpts()); !errors.Is(err, ErrLocked) {
 			t.Fatalf("second Open: %v, want ErrLocked", err)
 		}
@@ -175,7 +175,7 @@ func TestOpenErrors(t *testing.T) {
 		if err := db.Update(func(tx *bolt.Tx) error { return putMetaU64(tx, metaSchema, schemaVersion+1) }); err != nil {
 			t.Fatal(err)
 		}
-		db.Close()
+		_ = db.Close()
 		if _, err := Open(context.Background(), dir, fake, testOpts()); !errors.Is(err, ErrSchemaTooNew) {
 			t.Fatalf("Open: %v, want ErrSchemaTooNew", err)
 		}
@@ -239,7 +239,7 @@ func TestOriginChangeDropsData(t *testing.T) {
 	o := testOpts()
 	o.Origin = "fake://other-bucket/"
 	c = openTest(t, dir, fake, o)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if st := c.Stats(); st.Objects != 0 || st.UsedBytes != 0 {
 		t.Errorf("data of another origin survived: %+v", st)
 	}

@@ -33,7 +33,7 @@ func TestReadHitsAndMisses(t *testing.T) {
 			info := put(t, fake, "obj/"+tt.name, data)
 			fake.ResetCounters()
 			h := openObj(t, c, info)
-			defer h.Close()
+			defer func() { _ = h.Close() }()
 			got := readAll(t, h, 256*kib) // 4 blocks per read: 2 parts
 			if !bytes.Equal(got, data) {
 				t.Fatalf("first read: got %d bytes, want %d (mismatch)", len(got), len(data))
@@ -60,7 +60,7 @@ func TestReadAtEdges(t *testing.T) {
 	c, fake, _ := newFixture(t, testOpts())
 	data := randBytes(7, 300*kib+5)
 	h := openObj(t, c, put(t, fake, "edges", data))
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	tests := []struct {
 		name    string
 		off     int64
@@ -120,7 +120,7 @@ func TestSingleFlight(t *testing.T) {
 				errs <- err
 				return
 			}
-			defer h.Close()
+			defer func() { _ = h.Close() }()
 			p := make([]byte, 1000)
 			off := int64(64*kib + i*100) // all inside block 1
 			if _, err := h.ReadAt(context.Background(), p, off); err != nil {
@@ -189,7 +189,7 @@ func TestCorruptionRefetches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			b := make([]byte, 1)
 			if _, err := f.ReadAt(b, 70*kib); err != nil {
 				t.Fatal(err)
@@ -220,14 +220,14 @@ func TestCorruptionRefetches(t *testing.T) {
 			readObject(t, c, info)
 			h := openObj(t, c, info)
 			path := h.o.path
-			h.Close()
+			_ = h.Close()
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
 			tt.corrupt(t, path)
 
 			c = openTest(t, dir, fake, testOpts())
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			fake.ResetCounters()
 			if got := readObject(t, c, info); !bytes.Equal(got, data) {
 				t.Fatal("read after corruption returned wrong bytes")
@@ -280,7 +280,7 @@ func TestVersionChange(t *testing.T) {
 	if got := readObject(t, c, info2); !bytes.Equal(got, v2) {
 		t.Fatal("new version: wrong bytes")
 	}
-	h1.Close()
+	_ = h1.Close()
 	// Reopening the old version after the new one was cached replaces it.
 	h2 := openObj(t, c, info2)
 	if p, ok := h2.LocalPath(); !ok {
@@ -288,7 +288,7 @@ func TestVersionChange(t *testing.T) {
 	} else if b, _ := os.ReadFile(p); !bytes.Equal(b, v2) {
 		t.Error("LocalPath content differs from the object")
 	}
-	h2.Close()
+	_ = h2.Close()
 }
 
 func TestPrefetchAndLocalPath(t *testing.T) {
@@ -296,7 +296,7 @@ func TestPrefetchAndLocalPath(t *testing.T) {
 	data := randBytes(30, 1*mib)
 	info := put(t, fake, "pf", data)
 	h := openObj(t, c, info)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	if _, ok := h.LocalPath(); ok {
 		t.Fatal("LocalPath of an uncached object")
 	}
@@ -333,7 +333,7 @@ func TestFetchErrorsAreReturned(t *testing.T) {
 	info := put(t, fake, "flaky", data)
 	fake.SetError(objstoretest.OpRead, objstore.ErrUnavailable)
 	h := openObj(t, c, info)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	p := make([]byte, 10)
 	if _, err := h.ReadAt(context.Background(), p, 0); !errors.Is(err, objstore.ErrUnavailable) {
 		t.Fatalf("err %v, want ErrUnavailable", err)
@@ -349,7 +349,7 @@ func TestReadCancelled(t *testing.T) {
 	info := put(t, fake, "slow", randBytes(41, 100*kib))
 	fake.SetLatency(time.Second)
 	h := openObj(t, c, info)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := h.ReadAt(ctx, make([]byte, 10), 0); !errors.Is(err, context.DeadlineExceeded) {

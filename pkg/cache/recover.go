@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 	"k8s.io/klog/v2"
 )
 
@@ -104,7 +105,7 @@ func (c *Cache) fullRecovery(ctx context.Context, wipe bool) (used, count uint64
 	if wipe {
 		if err := c.ix.update(func(tx *bolt.Tx) error {
 			for _, b := range [][]byte{bucketObjects, bucketATime, bucketLRU, bucketAttrs, bucketNegative, bucketListings} {
-				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 					return err
 				}
 				if _, err := tx.CreateBucket(b); err != nil {

@@ -36,14 +36,20 @@ func TestConcurrentStress(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			f.Write(data)
-			f.Close()
+			if _, err := f.Write(data); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := f.Close(); err != nil {
+				t.Error(err)
+				return
+			}
 			info := put(t, fake, key, data)
 			mu.Lock()
 			versions[info.Version] = data
 			mu.Unlock()
 			if err := c.Install(context.Background(), info, f.Name()); errors.Is(err, ErrNoSpace) {
-				os.Remove(f.Name()) // everything else is pinned or dirty: legitimate
+				_ = os.Remove(f.Name()) // everything else is pinned or dirty: legitimate
 			} else if err != nil {
 				t.Error(err)
 			}
@@ -109,7 +115,7 @@ func TestConcurrentStress(t *testing.T) {
 						t.Errorf("LocalPath of %s: content differs (%v)", info.Key, err)
 					}
 				}
-				h.Close()
+				_ = h.Close()
 			}
 		}(g)
 	}

@@ -140,7 +140,7 @@ func (c *Cache) verifyObjects(ctx context.Context, tx *bolt.Tx, files map[objID]
 			rep.problem("object %q: %v", key, err)
 			return nil
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if int64(len(buf)) < rec.BlockSize {
 			buf = make([]byte, rec.BlockSize)
 		}

@@ -27,9 +27,9 @@ func TestLocalPathVerifiesWithBoundedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = openTest(t, dir, fake, opts)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	h := openObj(t, c, info)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	if h.o.small || h.o.nblocks < 200 || !h.o.allPresent() || h.o.ready.has(0) {
 		t.Fatalf("fixture: small %v, %d blocks, all present %v, block 0 ready %v", h.o.small, h.o.nblocks, h.o.allPresent(), h.o.ready.has(0))
 	}
@@ -76,7 +76,7 @@ func TestVerificationStopsAtClose(t *testing.T) {
 	}
 	c = openTest(t, dir, fake, opts)
 	h := openObj(t, c, info)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	h.LocalPath() // starts verification
 	flights := c.acquire(h.o, 0, h.o.nblocks-1)
 	done := make(chan error, 1)

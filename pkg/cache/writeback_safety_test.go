@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -40,10 +40,10 @@ func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 
 	bigData := randBytes(501, 256*kib) // two blocks, fetched in parts
 	big := openObj(t, c, put(t, fake, "big", bigData))
-	defer big.Close()
+	defer func() { _ = big.Close() }()
 	smallData := randBytes(502, 48*kib) // one pooled block, one ranged GET
 	small := openObj(t, c, put(t, fake, "small", smallData))
-	defer small.Close()
+	defer func() { _ = small.Close() }()
 
 	big.Prefetch(0, opts.BlockSize)
 	waitFor(t, "the large block to wait for a buffer", func() bool { return p.waiting() == 1 })
@@ -72,7 +72,7 @@ func TestKeptBlocksExpire(t *testing.T) {
 	opts := testOpts()
 	dir := t.TempDir()
 	if !directSupported(t, dir) {
-		t.Skip("the test directory's file system refuses O_DIRECT: nothing is kept (TestNoDirectIO covers that case)")
+		testserver.Unavailable(t, "the test directory's file system refuses O_DIRECT: nothing is kept (TestNoDirectIO covers that case)")
 	}
 	tune := testTuning()
 	tune.poolIdle = 50 * time.Millisecond
@@ -81,7 +81,7 @@ func TestKeptBlocksExpire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	data := randBytes(510, 1*mib)
 	h := openObj(t, c, put(t, fake, "unread", data))
 	h.Prefetch(0, h.Info().Size)
@@ -128,12 +128,10 @@ func TestKeptBlocksExpire(t *testing.T) {
 // O_DIRECT.
 func mountRamfs(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a ramfs needs root")
-	}
+	testserver.RequireRoot(t, "mounting a ramfs")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "ramfs", "-o", "mode=0700", "ramfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount ramfs: %v: %s", err, out)
+		testserver.Unavailable(t, "cannot mount ramfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 	return dir
@@ -164,14 +162,14 @@ func TestNoDirectIO(t *testing.T) {
 	if !noDirect || kept != 0 || h.o.direct.Load() != nil {
 		t.Errorf("noDirect %v, %d blocks kept, direct descriptor %v; want buffered writes only", noDirect, kept, h.o.direct.Load() != nil)
 	}
-	h.Close()
+	_ = h.Close()
 	poolIdleCheck(t, c, opts.BlockSize)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	fake.SetError(objstoretest.OpRead, objstore.ErrUnavailable)
 	c = openTest(t, dir, fake, opts)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if got := readObject(t, c, info); !bytes.Equal(got, data) {
 		t.Error("reopened cache read differs")
 	}
@@ -202,10 +200,10 @@ func TestCloseDrainsWriteBack(t *testing.T) {
 	if !h.o.allReady() {
 		t.Error("Close returned with blocks still being written")
 	}
-	h.Close()
+	_ = h.Close()
 	fake.SetError(objstoretest.OpRead, objstore.ErrUnavailable)
 	c = openTest(t, dir, fake, opts)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if _, err := c.Verify(context.Background()); err != nil {
 		t.Error(err)
 	}
@@ -228,7 +226,7 @@ func TestNoEvictionDuringWriteBack(t *testing.T) {
 	if _, err := h.ReadAt(context.Background(), buf, 0); err != nil {
 		t.Fatal(err)
 	}
-	h.Close()
+	_ = h.Close()
 	mustFlush(t, c) // in the index, so an eviction candidate
 
 	gate := make(chan struct{})
@@ -245,7 +243,7 @@ func TestNoEvictionDuringWriteBack(t *testing.T) {
 	h = openObj(t, c, info)
 	o := h.o
 	h.Prefetch(0, info.Size)
-	h.Close() // nothing arrived: the fetch's pin remains
+	_ = h.Close() // nothing arrived: the fetch's pin remains
 	if freed := c.evict(0, -1); freed != 0 {
 		t.Errorf("evicted %d bytes of an object being fetched", freed)
 	}
@@ -294,7 +292,7 @@ func TestRangedFetchWithPartsAndTinyPool(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			defer h.Close()
+			defer func() { _ = h.Close() }()
 			got := make([]byte, len(data))
 			if n, err := h.ReadAt(context.Background(), got, 0); err != nil || !bytes.Equal(got[:n], data) {
 				t.Errorf("%s: read %d bytes, %v; or bytes differ", info.Key, n, err)

@@ -77,7 +77,7 @@ func TestSequentialReadsWithTinyPool(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			defer h.Close()
+			defer func() { _ = h.Close() }()
 			buf := make([]byte, 48*kib)
 			var out []byte
 			for off := int64(0); off < info.Size; off += int64(len(buf)) {
@@ -167,7 +167,7 @@ func directSupported(t *testing.T, dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	_ = f.Close()
 	return os.Remove(f.Name()) == nil
 }
 
@@ -203,7 +203,7 @@ func residentPages(t *testing.T, path string) (n, resident int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func residentPages(t *testing.T, path string) (n, resident int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Munmap(mem)
+	defer func() { _ = unix.Munmap(mem) }()
 	page := os.Getpagesize()
 	vec := make([]byte, (len(mem)+page-1)/page)
 	// x/sys/unix has no wrapper for mincore(2) on Linux.

@@ -53,7 +53,7 @@ func TestListenReplacesStaleSocketOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	sock := filepath.Join(dir, "sub", "csi.sock")
 	// A socket left behind by a dead process.
 	if err := os.MkdirAll(filepath.Dir(sock), 0o750); err != nil {
@@ -64,12 +64,12 @@ func TestListenReplacesStaleSocketOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.(*net.UnixListener).SetUnlinkOnClose(false)
-	old.Close()
+	_ = old.Close()
 	lis, err := Listen("unix://" + sock)
 	if err != nil {
 		t.Fatalf("Listen over a stale socket: %v", err)
 	}
-	lis.Close()
+	_ = lis.Close()
 	// A regular file is never removed.
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, []byte("keep"), 0o600); err != nil {

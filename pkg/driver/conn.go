@@ -96,7 +96,7 @@ func (cn conn) bucketExists(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	return admin.BucketExists(ctx, cn.cfg.Bucket)
 }
 
@@ -106,7 +106,7 @@ func (cn conn) ensureBucket(ctx context.Context, volumeName string) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	exists, err := admin.BucketExists(ctx, cn.cfg.Bucket)
 	if err != nil || exists {
 		return err
@@ -141,7 +141,7 @@ func (cn conn) ensureVolume(ctx context.Context, vid volumeID, name string, capa
 	if err != nil {
 		return volumeRecord{}, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	key := recordKey(vid)
 	rec, found, err := readRecord(ctx, s, key)
 	if err != nil {
@@ -171,7 +171,7 @@ func (cn conn) volumeExists(ctx context.Context, vid volumeID) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	_, err = s.Stat(ctx, vid.Prefix)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return false, nil
@@ -190,7 +190,7 @@ func (cn conn) deleteData(ctx context.Context, vid volumeID) error {
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	n, err := s.DeletePrefix(ctx, vid.Prefix)
 	if errors.Is(err, objstore.ErrNotFound) {
 		logDeleted(vid, n, false)
@@ -207,7 +207,7 @@ func (cn conn) deleteData(ctx context.Context, vid volumeID) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.DeleteBucket(ctx, vid.Bucket); err != nil {
 		return fmt.Errorf("delete bucket of volume %s: %w", vid, err)
 	}

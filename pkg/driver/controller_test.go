@@ -181,7 +181,7 @@ func assertGone(t *testing.T, s store, a volumeattr.Attributes, mode volumeattr.
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer admin.Close()
+		defer func() { _ = admin.Close() }()
 		if ok, err := admin.BucketExists(ctx, a.Bucket); err != nil || ok {
 			t.Errorf("bucket %s still exists (%v)", a.Bucket, err)
 		}
@@ -191,7 +191,7 @@ func assertGone(t *testing.T, s store, a volumeattr.Attributes, mode volumeattr.
 	if err != nil {
 		t.Fatalf("the parent bucket is gone: %v", err)
 	}
-	defer parent.Close()
+	defer func() { _ = parent.Close() }()
 	if keys, _ := objstoretest.Keys(t, objstore.WithPrefix(parent, a.Prefix), objstore.ListOptions{}); len(keys) > 0 {
 		t.Errorf("objects left under %s: %q", a.Prefix, keys)
 	}
@@ -326,7 +326,7 @@ func TestCreateVolumeNameConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer parent.Close()
+	defer func() { _ = parent.Close() }()
 	put(t, parent, prefixSegment(name)+"/", `{"kind":"basin.csi.dev/volume-v1","name":"someone-else","capacityBytes":0}`)
 	_, err = h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: rwx(),
 		Parameters: with(s.params, volumeattr.KeyBucket, s.parent), Secrets: s.secrets})
@@ -341,7 +341,7 @@ func TestCreateVolumeNameConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	put(t, b, bucketRecordKey, "not json")
 	_, err = h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: rwx(), Parameters: s.params, Secrets: s.secrets})
 	wantCode(t, "CreateVolume over a foreign bucket", err, codes.AlreadyExists)

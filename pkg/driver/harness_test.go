@@ -47,7 +47,7 @@ func serveDriver(t *testing.T, dcfg Config, services ...Service) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	endpoint := "unix://" + filepath.Join(dir, "csi.sock")
 	dcfg.Endpoint = endpoint
 	d, err := New(dcfg, services...)
@@ -66,7 +66,7 @@ func serveDriver(t *testing.T, dcfg Config, services ...Service) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		conn.Close()
+		_ = conn.Close()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
@@ -162,7 +162,7 @@ func createBucket(t *testing.T, cfg objstore.Config, creds objstore.Credentials)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }()
 	if err := a.CreateBucket(t.Context(), cfg.Bucket); err != nil {
 		t.Fatal(err)
 	}

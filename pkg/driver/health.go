@@ -38,7 +38,7 @@ func (h *healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	fmt.Fprintln(w, "ok")
+	_, _ = fmt.Fprintln(w, "ok")
 }
 
 // check probes the CSI socket and the registration.
@@ -54,7 +54,7 @@ func (h *healthHandler) check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", h.sock, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	// A Probe that answers "not ready" (still taking volumes back) is
 	// alive: only an error or no answer fails the check.
 	if _, err := csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{}); err != nil {

@@ -22,12 +22,7 @@ import (
 // needFUSE fails (CI) or skips unless the test can mount FUSE as root.
 func needFUSE(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testserver.Unavailable(t, "node tests mount FUSE and need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testserver.Unavailable(t, "no /dev/fuse: %v", err)
-	}
+	testserver.RequireFUSE(t)
 	bin, err := testserver.CSIDriver()
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
@@ -93,9 +88,11 @@ func (h *nodeHarness) serve(t *testing.T) {
 	}
 	h.client = csi.NewNodeClient(conn)
 	t.Cleanup(func() {
-		conn.Close()
+		_ = conn.Close()
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("Serve after cancel: %v", err)
+		}
 		n.Close()
 	})
 }

@@ -39,7 +39,7 @@ func newOwnedVolume(t *testing.T, extra ...string) ownedVolume {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	v := ownedVolume{srv: srv, id: "s3/" + uniqueName("owned-"), files: map[string][]byte{}}
 	for i := range 12 {
 		b := bytes.Repeat([]byte{byte('a' + i)}, 1000+i*20000)

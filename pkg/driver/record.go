@@ -55,7 +55,7 @@ func readRecord(ctx context.Context, s objstore.Store, key string) (rec volumeRe
 	if err != nil {
 		return volumeRecord{}, false, fmt.Errorf("read volume record %q: %w", key, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	body, err := io.ReadAll(io.LimitReader(rc, maxRecordSize))
 	if err != nil {
 		return volumeRecord{}, false, fmt.Errorf("read volume record %q: %w", key, err)

@@ -24,7 +24,7 @@ func TestRegistrationAsKubeletSeesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	state := &registrationState{}
@@ -43,7 +43,7 @@ func TestRegistrationAsKubeletSeesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	kubelet := registerapi.NewRegistrationClient(conn)
 	info, err := kubelet.GetInfo(ctx, &registerapi.InfoRequest{})
 	if err != nil {
@@ -63,7 +63,7 @@ func TestRegistrationAsKubeletSeesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Fatalf("/healthz = %d, want %d", resp.StatusCode, want)
 		}
@@ -93,7 +93,7 @@ func TestHealthFailsWithoutServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/healthz = %d, want 503", resp.StatusCode)
 	}

@@ -67,7 +67,7 @@ func (d *Driver) Run(ctx context.Context) error {
 		state = &registrationState{}
 		stop, err := serveRegistration(ctx, d.cfg.Registration, d.cfg.Name, state)
 		if err != nil {
-			lis.Close()
+			_ = lis.Close()
 			return err
 		}
 		defer stop()
@@ -75,7 +75,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	if d.cfg.HealthAddress != "" {
 		stop, err := serveHealth(ctx, d.cfg.HealthAddress, &healthHandler{sock: sock, state: state})
 		if err != nil {
-			lis.Close()
+			_ = lis.Close()
 			return err
 		}
 		defer stop()

@@ -68,21 +68,21 @@ func (c *Client) Watch(ctx context.Context) (instance string, gone <-chan struct
 	}
 	rep, _, err := c.exchange(ctx, conn, request{Op: opWatch}, nil)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return "", nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
 	ch := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	go func() {
 		defer close(ch)
 		defer stop()
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		var r reply
 		for {
 			fd, err := receive(conn, &r)
 			if fd != nil {
-				fd.Close()
+				_ = fd.Close()
 			}
 			if err != nil {
 				return
@@ -108,7 +108,7 @@ func (c *Client) call(ctx context.Context, req request, fd *os.File) (reply, *os
 	if err != nil {
 		return reply{}, nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return c.exchange(ctx, conn, req, fd)
 }
 
@@ -141,7 +141,7 @@ func (c *Client) exchange(ctx context.Context, conn *net.UnixConn, req request, 
 	}
 	if err != nil {
 		if got != nil {
-			got.Close()
+			_ = got.Close()
 		}
 		return reply{}, nil, err
 	}

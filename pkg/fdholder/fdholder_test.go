@@ -18,7 +18,7 @@ func serve(t *testing.T) (*Client, *Server, context.CancelFunc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "sub", "holder.sock")
 	lis, err := Listen(sock)
 	if err != nil {
@@ -56,7 +56,7 @@ func pipe(t *testing.T) (r, w *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close(); w.Close() })
+	t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
 	return r, w
 }
 
@@ -78,7 +78,7 @@ func TestPutGetDrop(t *testing.T) {
 	if err := c.Put(ctx, e, w); err != nil {
 		t.Fatal(err)
 	}
-	w.Close() // only the holder's duplicate keeps the pipe open now
+	_ = w.Close() // only the holder's duplicate keeps the pipe open now
 	if readsEOF(t, r) {
 		t.Fatal("the holder did not keep the descriptor")
 	}
@@ -101,7 +101,7 @@ func TestPutGetDrop(t *testing.T) {
 	if _, err := fd.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	fd.Close()
+	_ = fd.Close()
 	var b [1]byte
 	if _, err := r.Read(b[:]); err != nil || b[0] != 'x' {
 		t.Fatalf("read through the returned descriptor: %q %v", b, err)
@@ -132,8 +132,8 @@ func TestPutReplacesAndCloses(t *testing.T) {
 	if err := c.Put(ctx, Entry{VolumeID: "v", Session: "two"}, w2); err != nil {
 		t.Fatal(err)
 	}
-	w1.Close()
-	w2.Close()
+	_ = w1.Close()
+	_ = w2.Close()
 	if !readsEOF(t, r1) {
 		t.Error("the replaced descriptor is still held")
 	}
@@ -144,7 +144,7 @@ func TestPutReplacesAndCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd.Close()
+	_ = fd.Close()
 	if e.Session != "two" {
 		t.Errorf("session = %q, want two", e.Session)
 	}
@@ -199,7 +199,7 @@ func TestHolderGoneKeepsNothing(t *testing.T) {
 	if err := c.Put(t.Context(), Entry{VolumeID: "v"}, w); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	_ = w.Close()
 	stop()
 	if readsEOF(t, r) {
 		t.Fatal("stopping the server released the descriptors")

@@ -92,12 +92,12 @@ func receive(c *net.UnixConn, v any) (*os.File, error) {
 		if i == 0 {
 			fd = os.NewFile(uintptr(d), "fuse-connection")
 		} else {
-			unix.Close(d)
+			_ = unix.Close(d)
 		}
 	}
 	fail := func(err error) (*os.File, error) {
 		if fd != nil {
-			fd.Close()
+			_ = fd.Close()
 		}
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func Listen(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("fdholder: listen on %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
-		lis.Close()
+		_ = lis.Close()
 		return nil, fmt.Errorf("fdholder: %w", err)
 	}
 	return lis.(*net.UnixListener), nil
@@ -61,7 +61,7 @@ func Listen(path string) (*net.UnixListener, error) {
 // Serve answers clients on lis until ctx ends; it closes lis and every
 // connection then, but keeps the descriptors (Close releases them).
 func (s *Server) Serve(ctx context.Context, lis *net.UnixListener) error {
-	stop := context.AfterFunc(ctx, func() { lis.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = lis.Close() })
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -80,8 +80,8 @@ func (s *Server) Serve(ctx context.Context, lis *net.UnixListener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			closeOnStop := context.AfterFunc(ctx, func() { c.Close() })
+			defer func() { _ = c.Close() }()
+			closeOnStop := context.AfterFunc(ctx, func() { _ = c.Close() })
 			defer closeOnStop()
 			if err := authorize(c); err != nil {
 				klog.ErrorS(err, "fdholder: refusing a client")
@@ -128,7 +128,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		rep, out := s.handle(req, fd)
 		err = send(c, rep, out)
 		if out != nil {
-			out.Close() // the client has its own duplicate now
+			_ = out.Close() // the client has its own duplicate now
 		}
 		if err != nil {
 			return
@@ -140,12 +140,12 @@ func (s *Server) serveConn(c *net.UnixConn) {
 // The returned file, if any, goes with the reply and is closed after.
 func (s *Server) handle(req request, fd *os.File) (reply, *os.File) {
 	if req.Op != opPut && fd != nil {
-		fd.Close()
+		_ = fd.Close()
 	}
 	id := req.Entry.VolumeID
 	if req.Op != opList && req.Op != opWatch && id == "" {
 		if req.Op == opPut && fd != nil {
-			fd.Close()
+			_ = fd.Close()
 		}
 		return reply{Error: "no volume ID"}, nil
 	}
@@ -157,7 +157,7 @@ func (s *Server) handle(req request, fd *os.File) (reply, *os.File) {
 			return reply{Error: "put without a descriptor"}, nil
 		}
 		if old, ok := s.held[id]; ok {
-			old.fd.Close()
+			_ = old.fd.Close()
 		}
 		s.held[id] = heldFD{entry: req.Entry, fd: fd}
 		klog.InfoS("holding a FUSE connection", "volume", id, "session", req.Entry.Session, "dev", req.Entry.Dev)
@@ -174,7 +174,7 @@ func (s *Server) handle(req request, fd *os.File) (reply, *os.File) {
 		return reply{Entry: h.entry}, dup
 	case opDrop:
 		if h, ok := s.held[id]; ok {
-			h.fd.Close()
+			_ = h.fd.Close()
 			delete(s.held, id)
 			klog.InfoS("released a FUSE connection", "volume", id, "session", h.entry.Session)
 		}
@@ -226,7 +226,7 @@ func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, h := range s.held {
-		h.fd.Close()
+		_ = h.fd.Close()
 		delete(s.held, id)
 	}
 }

@@ -19,7 +19,7 @@ func readAll(b *testing.B, name string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, 1<<20)
 	var n int64
 	for {

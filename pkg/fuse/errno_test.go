@@ -117,7 +117,7 @@ func TestWrongCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bad.Close()
+	defer func() { _ = bad.Close() }()
 	m := mountStore(t, bad, mountSpec{cache: fakeLocal})
 	for name, call := range map[string]func() error{
 		"stat":    func() error { _, err := os.Stat(path(m, "f")); return err },
@@ -141,7 +141,7 @@ func TestBucketGoesAwayMidRead(t *testing.T) {
 			put(t, store, "big", data)
 			m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{OpTimeout: opTimeout, ReadAhead: -1}})
 			f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "big")) })
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			buf := make([]byte, 1<<20)
 			must(t, "first read", func() (int, error) { return f.ReadAt(buf, 0) })
 			if !bytes.Equal(buf, data[:len(buf)]) {

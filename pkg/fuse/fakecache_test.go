@@ -32,7 +32,7 @@ type fakeCache struct {
 	noLocal  bool // never download: every read goes to the store
 	capacity int64
 
-	lists, stats, heads atomic.Int64 // requests made to the store
+	lists, stats atomic.Int64 // requests made to the store
 
 	mu sync.Mutex
 	// guarded by mu
@@ -55,8 +55,8 @@ func newFakeCache(store objstore.Store, dir string, ttl, neg time.Duration, noLo
 		attrs: map[string]fakeAttr{}, listing: map[string]cache.Listing{},
 		inodes: map[string]uint64{"": 1}, next: 2,
 	}
-	os.MkdirAll(c.dataDir, 0o700)
-	os.MkdirAll(c.staging, 0o700)
+	_ = os.MkdirAll(c.dataDir, 0o700)
+	_ = os.MkdirAll(c.staging, 0o700)
 	return c
 }
 
@@ -216,17 +216,17 @@ func (c *fakeCache) OpenObject(ctx context.Context, info objstore.ObjectInfo) (o
 	if err != nil {
 		return nil, err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }()
 	tmp, err := os.CreateTemp(c.dataDir, "tmp-*")
 	if err != nil {
 		return nil, err
 	}
 	if _, err := io.Copy(tmp, body); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
 		return nil, err
 	}
-	tmp.Close()
+	_ = tmp.Close()
 	if err := os.Rename(tmp.Name(), p); err != nil {
 		return nil, err
 	}
@@ -263,14 +263,14 @@ func (h *fakeHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 		if err != nil {
 			return 0, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		return f.ReadAt(p, off)
 	}
 	body, _, err := h.c.store.Read(ctx, h.info.Key, objstore.ReadOptions{Offset: off, Length: int64(len(p)), IfVersion: h.info.Version})
 	if err != nil {
 		return 0, err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }()
 	n, err := io.ReadFull(body, p)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		err = io.EOF

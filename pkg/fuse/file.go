@@ -251,7 +251,7 @@ func (n *fileNode) openWrite(ctx context.Context, flags uint32) (fs.FileHandle, 
 	h := &writeHandle{node: n, w: w, writable: true, readable: flags&syscall.O_ACCMODE == syscall.O_RDWR}
 	if flags&syscall.O_TRUNC != 0 {
 		if err := w.truncate(ctx, 0); err != nil {
-			h.Release(ctx)
+			_ = h.Release(ctx)
 			return nil, 0, n.fsys.errno("open", key, err)
 		}
 	}
@@ -280,7 +280,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.w != nil {
-		oh.Close()
+		_ = oh.Close()
 		return nil, 0, 0, true
 	}
 	h := &readHandle{node: n, oh: oh, det: newSeqDetector(MinPrefetch, n.fsys.cfg.ReadAhead, prefetchStep)}
@@ -293,7 +293,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		}
 		file, err := regfile.Open(path, os.O_RDONLY, 0)
 		if err != nil {
-			oh.Close()
+			_ = oh.Close()
 			return nil, 0, n.fsys.errno("open", info.Key, err), false
 		}
 		h.pt = file

@@ -185,8 +185,8 @@ func (f *FS) passthroughOK() bool {
 			klog.ErrorS(err, "passthrough probe: cannot create a file; reads stay in user space", "volume", f.cfg.VolumeID)
 			return
 		}
-		defer os.Remove(probe.Name())
-		defer probe.Close()
+		defer func() { _ = os.Remove(probe.Name()) }()
+		defer func() { _ = probe.Close() }()
 		id, errno := srv.RegisterBackingFd(&gofuse.BackingMap{Fd: int32(probe.Fd())})
 		if errno != 0 {
 			klog.InfoS("FUSE passthrough unavailable; reads stay in user space", "volume", f.cfg.VolumeID, "errno", errno)

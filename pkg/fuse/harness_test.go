@@ -53,17 +53,6 @@ type testMount struct {
 	cache cacheBackend
 }
 
-// requireFUSE stops the test unless it can mount (root and /dev/fuse).
-func requireFUSE(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testserver.Unavailable(t, "FUSE tests need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testserver.Unavailable(t, "no /dev/fuse: %v", err)
-	}
-}
-
 func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend {
 	t.Helper()
 	dir := t.TempDir()
@@ -86,7 +75,7 @@ func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend
 // mountStore mounts store and unmounts it at cleanup, even on failure.
 func mountStore(t testing.TB, store objstore.Store, spec mountSpec) *testMount {
 	t.Helper()
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	if spec.cache == "" {
 		spec.cache = defaultCache
 	}
@@ -210,7 +199,7 @@ func newMinIOBucket(t testing.TB, srv *testserver.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatalf("CreateBucket: %v", err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
 // The kernel gives an inode one I/O mode at a time: while a file of it is
@@ -159,11 +161,9 @@ func (l *ioLedger) rewrite() error {
 			buf = appendRecord(buf, ino, true, modeCached, 0)
 		}
 	}
-	tmp := l.path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
-		return fmt.Errorf("fuse: write the I/O mode ledger: %w", err)
-	}
-	if err := os.Rename(tmp, l.path); err != nil {
+	// Not fsynced, like the appended records: the ledger only serves a
+	// successor on the same kernel connection, which a machine crash ends.
+	if err := atomicfile.WriteFile(l.path, buf, 0o600, atomicfile.NoSync); err != nil {
 		return fmt.Errorf("fuse: write the I/O mode ledger: %w", err)
 	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
@@ -171,7 +171,7 @@ func (l *ioLedger) rewrite() error {
 		return fmt.Errorf("fuse: open the I/O mode ledger: %w", err)
 	}
 	if l.f != nil {
-		l.f.Close()
+		_ = l.f.Close()
 	}
 	l.f, l.records = f, len(buf)/ledgerRecordSize
 	return nil

@@ -85,7 +85,7 @@ func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 	first.next = 0
 	out13, _ := open(t, s1, 13, 0)
 	release(s1, 13, out13.Fh)
-	l1.Close() // the process dies
+	_ = l1.Close() // the process dies
 
 	// The successor replays it.
 	second := &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}
@@ -131,14 +131,14 @@ func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 	if s2.pinned(10) || len(unregistered) != 1 || unregistered[0] != 5 {
 		t.Errorf("after the last release: pinned %v, unregistered %v", s2.pinned(10), unregistered)
 	}
-	l2.Close()
+	_ = l2.Close()
 
 	// What is left for a third process: ino 11 only.
 	l3, left, err := openLedger(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l3.Close()
+	defer func() { _ = l3.Close() }()
 	if len(left) != 1 || left[11] != (ioCount{cached: 1}) {
 		t.Errorf("left for the next process: %+v", left)
 	}

@@ -137,7 +137,8 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		// Let WaitMount finish first: go-fuse's Unmount must not run
 		// concurrently with it.
 		select {
-		case <-waited:
+		case err := <-waited:
+			_ = err // abandoned either way: Unmount below undoes a mount that succeeded
 		case <-time.After(30 * time.Second):
 		}
 		_ = m.Unmount()

@@ -53,7 +53,7 @@ func TestReadByteExact(t *testing.T) {
 		})
 		t.Run("random", func(t *testing.T) {
 			f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "dir/large.bin")) })
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			r := rand.New(rand.NewPCG(1, 2))
 			for i := 0; i < 200; i++ {
 				off := r.Int64N(int64(len(large)) + 10)
@@ -129,7 +129,7 @@ func TestPassthroughAndKeepCache(t *testing.T) {
 		}
 		// While the inode is open in passthrough mode, a writer is refused.
 		f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "f")) })
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		_, err := within(t, "open for write", func() (*os.File, error) { return os.OpenFile(path(m, "f"), os.O_WRONLY, 0) })
 		if errnoOf(err) != syscall.ETXTBSY {
 			t.Errorf("write open during passthrough: %v, want ETXTBSY", err)

@@ -64,7 +64,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.R
 	ctx, cancel := h.node.fsys.opContext(ctx)
 	defer cancel()
 	got, err := h.oh.ReadAt(ctx, dest[:n], off)
-	if err != nil && !(errors.Is(err, io.EOF) && got > 0) {
+	if err != nil && (!errors.Is(err, io.EOF) || got == 0) {
 		return nil, h.node.fsys.errno("read", h.oh.Info().Key, err)
 	}
 	h.node.fsys.counters.userReadBytes.Add(int64(got))
@@ -75,10 +75,10 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.R
 func (h *readHandle) Release(context.Context) syscall.Errno {
 	for _, f := range []*os.File{h.local, h.pt} {
 		if f != nil {
-			f.Close()
+			_ = f.Close()
 		}
 	}
-	h.oh.Close()
+	_ = h.oh.Close()
 	h.node.closeRead(h.pt != nil)
 	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -16,7 +17,7 @@ import (
 // cache directory: inode numbers are the same, and within the TTL the
 // second mount lists and reads without a request to the bucket.
 func TestRemountWarmCache(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	store := objstoretest.NewFake()
 	data := randomBytes(3<<20+11, 5)
 	put(t, store, "sub/a.bin", data)
@@ -35,7 +36,7 @@ func TestRemountWarmCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		fsys, err := newFS(cfg, store, cacheAdapter{c})
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -14,6 +13,8 @@ import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
 // Resuming an initialised kernel connection.
@@ -62,19 +63,9 @@ func writeSessionRecord(path, id string, srv *gofuse.Server, rawfs gofuse.RawFil
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".session-*")
-	if err != nil {
-		return fmt.Errorf("fuse: session record: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fuse: session record: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("fuse: session record: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// Not fsynced: the record only serves a successor on the same kernel
+	// connection, which a machine crash ends.
+	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.NoSync); err != nil {
 		return fmt.Errorf("fuse: session record: %w", err)
 	}
 	return nil
@@ -137,14 +128,14 @@ func resumeServer(rawfs gofuse.RawFileSystem, fuseFD int, rec sessionRecord, mo 
 	if err != nil {
 		return nil, fmt.Errorf("fuse: resume: %w", err)
 	}
-	defer unix.Close(sp[1])
+	defer func() { _ = unix.Close(sp[1]) }()
 	if _, err := unix.Write(sp[1], initRequest(rec.InitIn)); err != nil {
-		unix.Close(sp[0])
+		_ = unix.Close(sp[0])
 		return nil, fmt.Errorf("fuse: resume: %w", err)
 	}
 	srv, err := gofuse.NewServer(rawfs, fmt.Sprintf("/dev/fd/%d", sp[0]), mo)
 	if err != nil {
-		unix.Close(sp[0])
+		_ = unix.Close(sp[0])
 		return nil, fmt.Errorf("fuse: resume: %w", err)
 	}
 	// From here go-fuse owns sp[0] (its *os.File closes it).

@@ -68,10 +68,10 @@ func TestMetadataTTLZeroAndForever(t *testing.T) {
 			store, _ := newFileStore(t)
 			put(t, store, "f", []byte("v1"))
 			m := mountStore(t, store, mountSpec{cfg: Config{MetadataTTL: tc.ttl, NegativeTTL: tc.ttl}})
-			fi := must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) })
+			must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) }) // cache the attributes
 			put(t, store, "f", []byte("version-2"))
 			time.Sleep(100 * time.Millisecond)
-			fi = must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) })
+			fi := must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) })
 			if visible := fi.Size() == 9; visible != tc.wantVisible {
 				t.Errorf("size %d after the change; visible=%v, want %v", fi.Size(), visible, tc.wantVisible)
 			}

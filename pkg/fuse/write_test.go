@@ -19,7 +19,7 @@ func objectBytes(t testing.TB, s objstore.Store, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }()
 	return io.ReadAll(body)
 }
 
@@ -76,7 +76,7 @@ func TestWrite(t *testing.T) {
 		})
 		t.Run("fsync uploads", func(t *testing.T) {
 			f := must(t, "create", func() (*os.File, error) { return os.Create(path(m, "synced")) })
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			must(t, "write", func() (int, error) { return f.Write([]byte("part one")) })
 			must(t, "fsync", func() (struct{}, error) { return struct{}{}, f.Sync() })
 			wantObject(t, store, "synced", []byte("part one"))
@@ -94,7 +94,7 @@ func TestWrite(t *testing.T) {
 				if err != nil {
 					return 0, err
 				}
-				defer f.Close()
+				defer func() { _ = f.Close() }()
 				return f.WriteAt([]byte("XY"), 1)
 			})
 			wantObject(t, store, "o", []byte("aXY"))
@@ -215,7 +215,7 @@ func TestCreateOverStaleNegativeEntry(t *testing.T) {
 		if err != nil {
 			return 0, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		return f.Write([]byte("ab"))
 	})
 	wantObject(t, store, "x", []byte("ab23456789"))
@@ -223,7 +223,7 @@ func TestCreateOverStaleNegativeEntry(t *testing.T) {
 		return os.OpenFile(path(m, "y"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	})
 	if err == nil {
-		f.Close()
+		_ = f.Close()
 	}
 	if errnoOf(err) != syscall.EEXIST {
 		t.Errorf("O_EXCL over an existing object: %v, want EEXIST", err)
@@ -242,7 +242,7 @@ func TestReadOnly(t *testing.T) {
 	}
 	for name, op := range map[string]func() error{
 		"create":   func() error { return os.WriteFile(path(m, "new"), nil, 0o644) },
-		"open rw":  func() error { f, err := os.OpenFile(path(m, "f"), os.O_RDWR, 0); f.Close(); return err },
+		"open rw":  func() error { f, err := os.OpenFile(path(m, "f"), os.O_RDWR, 0); _ = f.Close(); return err },
 		"truncate": func() error { return os.Truncate(path(m, "f"), 1) },
 		"unlink":   func() error { return os.Remove(path(m, "f")) },
 		"mkdir":    func() error { return os.Mkdir(path(m, "nd"), 0o755) },
@@ -269,7 +269,7 @@ func TestFsyncReadersAndDirectories(t *testing.T) {
 			if err != nil {
 				return struct{}{}, err
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			return struct{}{}, f.Sync()
 		})
 	}

@@ -85,8 +85,8 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 	}
 	if copyDown && w.base.Key != "" && w.base.Size > 0 {
 		if err := w.copyDown(ctx, file); err != nil {
-			file.Close()
-			os.Remove(file.Name())
+			_ = file.Close()
+			_ = os.Remove(file.Name())
 			return err
 		}
 	} else {
@@ -106,7 +106,7 @@ func (w *writeState) copyDown(ctx context.Context, file *os.File) error {
 	if err != nil {
 		return fmt.Errorf("copy-down %s: %w", w.base.Key, err)
 	}
-	defer oh.Close()
+	defer func() { _ = oh.Close() }()
 	buf := make([]byte, copyChunk)
 	size := oh.Info().Size
 	for off := int64(0); off < size; {
@@ -114,7 +114,7 @@ func (w *writeState) copyDown(ctx context.Context, file *os.File) error {
 		cctx, cancel := f.opContext(ctx)
 		got, err := oh.ReadAt(cctx, buf[:n], off)
 		cancel()
-		if err != nil && !(errors.Is(err, io.EOF) && got == n) {
+		if err != nil && (!errors.Is(err, io.EOF) || got != n) {
 			return fmt.Errorf("copy-down %s at %d: %w", w.base.Key, off, err)
 		}
 		if _, err := file.WriteAt(buf[:got], off); err != nil {
@@ -185,7 +185,7 @@ func (w *writeState) readAt(ctx context.Context, p []byte, off int64) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	defer oh.Close()
+	defer func() { _ = oh.Close() }()
 	n, err := oh.ReadAt(octx, p, off)
 	if errors.Is(err, io.EOF) && n > 0 {
 		err = nil
@@ -270,9 +270,14 @@ func (w *writeState) finish() {
 		return
 	}
 	path := w.file.Name()
-	w.file.Close()
+	// A staged file that does not close cleanly may not hold what was
+	// uploaded: it is removed instead of becoming the cached copy.
+	closeErr := w.file.Close()
 	w.file = nil
-	if !w.dirty && !w.discard && w.uploaded != nil {
+	if closeErr != nil {
+		klog.ErrorS(closeErr, "close staging file", "volume", f.cfg.VolumeID, "path", path)
+	}
+	if closeErr == nil && !w.dirty && !w.discard && w.uploaded != nil {
 		ctx, cancel := f.opContext(context.Background())
 		err := f.cache.Install(ctx, *w.uploaded, path)
 		cancel()

@@ -40,7 +40,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	s := sm.Wrap(objstoretest.NewFake())
 	_, _ = s.Put(ctx, "k", bytes.NewReader([]byte("x")), objstore.PutOptions{Size: 1})
 	if rc, _, err := s.Read(ctx, "k", objstore.ReadOptions{Length: -1}); err == nil {
-		rc.Close()
+		_ = rc.Close()
 	}
 	_, _ = s.Stat(ctx, "missing")
 	node := prometheus.NewRegistry()

@@ -80,8 +80,8 @@ func TestStoreMetrics(t *testing.T) {
 		if _, err := io.Copy(io.Discard, rc); err != nil {
 			t.Fatal(err)
 		}
-		rc.Close()
-		rc.Close() // a second close observes nothing
+		_ = rc.Close()
+		_ = rc.Close() // a second close observes nothing
 	}
 	if _, err := s.Stat(ctx, "missing"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("stat: %v", err)

@@ -51,8 +51,8 @@ func WriteCredentialsFile(dir string, c objstore.Credentials) (path string, err 
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			_ = f.Close()
+			_ = os.Remove(f.Name())
 		}
 	}()
 	if _, err := f.Write(b); err != nil {
@@ -73,7 +73,7 @@ func ReadCredentialsFile(path string) (objstore.Credentials, error) {
 	if err != nil {
 		return objstore.Credentials{}, fmt.Errorf("supervisor: credentials file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	rmErr := os.Remove(path)
 	st, err := f.Stat()
 	if err != nil {

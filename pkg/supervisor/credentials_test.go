@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -57,8 +58,8 @@ func TestReadCredentialsFileRefuses(t *testing.T) {
 		{"unknown field", func(p string) { _ = os.WriteFile(p, []byte(`{"password":"x"}`), 0o600) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "not ours" && os.Geteuid() != 0 {
-				t.Skip("chown needs root")
+			if tc.name == "not ours" {
+				testserver.RequireRoot(t, "chown to another user")
 			}
 			path := filepath.Join(dir, tc.name)
 			tc.setup(path)

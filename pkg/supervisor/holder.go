@@ -141,7 +141,7 @@ func (m *Manager) adopt(ctx context.Context, v *volume) bool {
 		klog.InfoS("the held connection no longer serves the staging path; mounting again", "volume", req.VolumeID,
 			"staging", req.StagingPath, "heldDev", e.Dev, "mountedDev", dev, "err", err)
 		m.drop(req.VolumeID)
-		fd.Close()
+		_ = fd.Close()
 		return false
 	}
 	t0 := time.Now()
@@ -151,7 +151,7 @@ func (m *Manager) adopt(ctx context.Context, v *volume) bool {
 	if err := m.takeover(ctx, v, fd, e.Session); err != nil {
 		klog.ErrorS(err, "taking over a held connection failed; mounting again", "volume", req.VolumeID)
 		m.drop(req.VolumeID)
-		fd.Close()
+		_ = fd.Close()
 		return false
 	}
 	ev := HealEvent{Time: t0, Cause: "node plugin restarted", Pause: time.Since(t0), Method: "takeover"}

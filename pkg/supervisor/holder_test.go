@@ -30,7 +30,7 @@ func newHolder(t *testing.T) *holder {
 	}
 	h := &holder{t: t, sock: filepath.Join(dir, "h.sock")}
 	h.start()
-	t.Cleanup(func() { h.stop(); os.RemoveAll(dir) })
+	t.Cleanup(func() { h.stop(); _ = os.RemoveAll(dir) })
 	return h
 }
 
@@ -50,7 +50,9 @@ func (h *holder) stop() {
 		return
 	}
 	h.cancel()
-	<-h.done
+	if err := <-h.done; err != nil {
+		h.t.Errorf("holder Serve after cancel: %v", err)
+	}
 	h.srv.Close()
 	h.cancel = nil
 }

@@ -82,7 +82,7 @@ func (k *LinuxKernel) MountFUSE(ctx context.Context, target, fsName string, read
 		return unix.Mount(strings.ReplaceAll(fsName, ",", "_"), target, fuseType, flags, data)
 	})
 	if err != nil {
-		dev.Close()
+		_ = dev.Close()
 		return nil, fmt.Errorf("supervisor: mount FUSE on %s: %w", target, err)
 	}
 	return dev, nil

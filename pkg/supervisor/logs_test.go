@@ -42,7 +42,7 @@ func TestLineLogBounded(t *testing.T) {
 		}
 	}
 	for i := range 100 {
-		fmt.Fprintf(l, "line %d\n", i)
+		_, _ = fmt.Fprintf(l, "line %d\n", i)
 	}
 	if got := l.tailMessage(1); got != "; last output: line 99" {
 		t.Errorf("tailMessage = %q", got)

@@ -285,7 +285,7 @@ func (m *Manager) Close() {
 		<-v.done
 		v.mu.Lock()
 		if v.fd != nil {
-			v.fd.Close()
+			_ = v.fd.Close()
 			v.fd = nil
 		}
 		v.mu.Unlock()

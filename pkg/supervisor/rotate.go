@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/atomicfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -115,7 +116,7 @@ func readRotationFile(path string) (r rotationJSON, found bool, err error) {
 	if err != nil {
 		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)
@@ -157,8 +158,8 @@ func acked(path string, generation uint64, c objstore.Credentials) bool {
 }
 
 // writeAtomic replaces path (in dir, a 0700 directory of ours, created if
-// missing) with a 0600 file holding b: temp file, fsync, rename.
-func writeAtomic(dir, path string, b []byte) (err error) {
+// missing) with a 0600 file holding b, durably (atomicfile).
+func writeAtomic(dir, path string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("supervisor: credentials directory: %w", err)
 	}
@@ -169,27 +170,8 @@ func writeAtomic(dir, path string, b []byte) (err error) {
 	if err := checkOwned(st, os.ModeDir|0o700); err != nil {
 		return fmt.Errorf("%w: directory %s: %w", ErrCredentialsFile, dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*") // 0600
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.Durable); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("supervisor: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("supervisor: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("supervisor: write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("supervisor: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -69,17 +69,17 @@ func (ExecRunner) Start(ctx context.Context, spec ProcessSpec) (Process, error) 
 	}
 	err := cmd.Start()
 	if pw != nil {
-		pw.Close()
+		_ = pw.Close()
 	}
 	if err != nil {
 		if pr != nil {
-			pr.Close()
+			_ = pr.Close()
 		}
 		return nil, fmt.Errorf("supervisor: start %s: %w", spec.Path, err)
 	}
 	if pr != nil {
 		go func() {
-			defer pr.Close()
+			defer func() { _ = pr.Close() }()
 			_, _ = io.Copy(spec.Output, pr)
 		}()
 	}

@@ -133,7 +133,7 @@ func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) 
 		}
 		// Closing our descriptor after the child's death aborts the
 		// connection, which also releases a stat still waiting for it.
-		fd.Close()
+		_ = fd.Close()
 		if uerr := m.cfg.Kernel.Unmount(context.Background(), req.StagingPath); uerr != nil {
 			klog.ErrorS(uerr, "cleaning up a failed start", "volume", req.VolumeID)
 		}
@@ -242,7 +242,7 @@ func (m *Manager) teardown(ctx context.Context, v *volume) error {
 	v.mu.Unlock()
 	m.release(v)
 	if fd != nil {
-		fd.Close()
+		_ = fd.Close()
 	}
 	if c != nil {
 		c.stop(m.cfg.StopTimeout)

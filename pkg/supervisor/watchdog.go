@@ -123,7 +123,7 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 		how = "remount"
 		m.release(v) // the holder's copy must go too, or the connection lives on
 		if fd != nil {
-			fd.Close() // the last holder: the kernel aborts the dead connection
+			_ = fd.Close() // the last holder: the kernel aborts the dead connection
 		}
 		err = m.start(m.ctx, v, false)
 	}

@@ -187,7 +187,7 @@ func (r *run) warm(ctx context.Context, t task, buf []byte) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	for ctx.Err() == nil {
 		n, err := f.Read(buf)
 		r.bytes.Add(int64(n))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
 // The state file is text, one record per line:
@@ -92,7 +95,7 @@ func (s *state) load(want string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	if !sc.Scan() {
@@ -136,37 +139,30 @@ func (s *state) rewrite(head string) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("warmup: state directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".warmup-state-*")
+	err := atomicfile.Write(s.path, 0o600, atomicfile.Durable, func(w io.Writer) error {
+		if _, err := fmt.Fprintln(w, head); err != nil {
+			return err
+		}
+		for _, d := range slices.Sorted(maps.Keys(s.dirs)) {
+			r := s.dirs[d]
+			if _, err := fmt.Fprintf(w, "d %d %d %s\n", r.files, r.bytes, strconv.Quote(d)); err != nil {
+				return err
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(s.files)) {
+			if _, warm := s.dirs[filepath.Dir(p)]; warm {
+				delete(s.files, p)
+				continue
+			}
+			k := s.files[p]
+			if _, err := fmt.Fprintf(w, "f %d %d %s\n", k.size, k.mtime, strconv.Quote(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("warmup: state file: %w", err)
-	}
-	w := bufio.NewWriter(tmp)
-	fmt.Fprintln(w, head)
-	for _, d := range slices.Sorted(maps.Keys(s.dirs)) {
-		r := s.dirs[d]
-		fmt.Fprintf(w, "d %d %d %s\n", r.files, r.bytes, strconv.Quote(d))
-	}
-	for _, p := range slices.Sorted(maps.Keys(s.files)) {
-		if _, warm := s.dirs[filepath.Dir(p)]; warm {
-			delete(s.files, p)
-			continue
-		}
-		k := s.files[p]
-		fmt.Fprintf(w, "f %d %d %s\n", k.size, k.mtime, strconv.Quote(p))
-	}
-	err = w.Flush()
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), s.path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("warmup: write state file %s: %w", s.path, err)
 	}
 	return nil
 }

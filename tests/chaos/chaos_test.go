@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/basin-csi/basin/internal/testserver"
 )
 
 // chaosEnv enables TestChaos (make chaos): it runs for about a minute.
@@ -24,9 +26,7 @@ const chaosEnv = "BASIN_CHAOS"
 // line of the output is the summary `errors= kills= max_pause_ms=
 // p50_pause_ms=`, also written to $BASIN_CHAOS_SUMMARY when set.
 func TestChaos(t *testing.T) {
-	if os.Getenv(chaosEnv) == "" {
-		t.Skip("set " + chaosEnv + "=1 (make chaos) to run the chaos test")
-	}
+	testserver.OptIn(t, chaosEnv, "make chaos")
 	kills := 20
 	if n, err := strconv.Atoi(os.Getenv(chaosEnv)); err == nil && n > 1 {
 		kills = n

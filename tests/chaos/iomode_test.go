@@ -73,7 +73,7 @@ func TestOpenBesideInheritedOpen(t *testing.T) {
 	}
 	expectRead(t, held, want, "the read through the inherited open")
 	// And once the inherited open is closed, a new open works too.
-	held.stdin.Close()
+	_ = held.stdin.Close()
 	time.Sleep(100 * time.Millisecond)
 	readAll("open after the inherited one closed", key)
 }

@@ -52,7 +52,7 @@ func verifyCache(t *testing.T, dir, volumeID string, b bucket) {
 		if err != nil {
 			err = fmt.Errorf("%w: %v", err, rep.Problems)
 		}
-		c.Close()
+		_ = c.Close()
 	}
 	if err != nil {
 		t.Errorf("cache after the chaos: %v", err)

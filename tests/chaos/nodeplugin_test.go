@@ -68,7 +68,7 @@ func newNodeRig(t *testing.T) *nodeRig {
 				t.Logf("plugin log (last lines):\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
 			}
 		}
-		logs.Close()
+		_ = logs.Close()
 		_ = os.RemoveAll(dir)
 	})
 	return r
@@ -125,7 +125,7 @@ func (r *nodeRig) call(ctx context.Context, f func(context.Context, csi.NodeClie
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return f(ctx, csi.NewNodeClient(conn))
 }
 
@@ -171,9 +171,7 @@ func mountDev(t *testing.T, path string) uint64 {
 // verifies afterwards. The summary line is written to
 // $BASIN_CHAOS_NODE_SUMMARY.
 func TestChaosNodePlugin(t *testing.T) {
-	if os.Getenv(chaosEnv) == "" {
-		t.Skip("set " + chaosEnv + "=1 (make chaos) to run the chaos test")
-	}
+	testserver.OptIn(t, chaosEnv, "make chaos")
 	const restarts = 6
 	files := randomFiles("small/", 40, 256<<10)
 	for k, v := range randomFiles("large/", 4, 12<<20) {

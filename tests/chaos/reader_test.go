@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -155,7 +154,7 @@ func readKeptOpen(spec readerSpec, name string, rng *rand.Rand, stop <-chan stru
 		record(start, err, 0)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		record(start, err, 0)
@@ -205,7 +204,6 @@ type reader struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Reader
-	buf   *bytes.Buffer
 }
 
 // startReader starts a reader child with spec.
@@ -230,7 +228,7 @@ func startReader(t *testing.T, spec readerSpec) *reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		stdin.Close()
+		_ = stdin.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
@@ -250,7 +248,7 @@ func (r *reader) line(t *testing.T) string {
 // report stops a loop reader and decodes its report.
 func (r *reader) report(t *testing.T) readerReport {
 	t.Helper()
-	r.stdin.Close()
+	_ = r.stdin.Close()
 	var rep readerReport
 	if err := json.NewDecoder(r.out).Decode(&rep); err != nil {
 		t.Fatalf("reader report: %v", err)

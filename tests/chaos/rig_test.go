@@ -37,12 +37,7 @@ type bucket struct {
 // bucket.
 func newBucket(t *testing.T, files map[string][]byte) bucket {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testserver.Unavailable(t, "chaos tests mount FUSE and need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testserver.Unavailable(t, "no /dev/fuse: %v", err)
-	}
+	testserver.RequireFUSE(t)
 	b := bucket{srv: testserver.NewMinIO(t), files: files}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -56,13 +51,13 @@ func newBucket(t *testing.T, files map[string][]byte) bucket {
 	if err := admin.CreateBucket(t.Context(), b.name); err != nil {
 		t.Fatal(err)
 	}
-	admin.Close()
+	_ = admin.Close()
 	cfg.Bucket = b.name
 	store, err := s3store.New(t.Context(), cfg, b.creds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	for k, v := range files {
 		if _, err := store.Put(t.Context(), k, bytes.NewReader(v), objstore.PutOptions{Size: int64(len(v))}); err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ func TestTakeoverCompletesInFlightRead(t *testing.T) {
 	if err := r.srv.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer r.srv.Signal(syscall.SIGCONT)
+	defer func() { _ = r.srv.Signal(syscall.SIGCONT) }()
 	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestHungProcessIsReplaced(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(old, syscall.SIGCONT) // if the watchdog never killed it
+	defer func() { _ = syscall.Kill(old, syscall.SIGCONT) }() // if the watchdog never killed it
 	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (b *backendSetup) createParent(t *testing.T, cfg objstore.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }()
 	if err := a.CreateBucket(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +274,6 @@ func openVolume(t *testing.T, b backendSetup, vol *csi.Volume) objstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	return objstore.WithPrefix(s, a.Prefix)
 }

@@ -40,12 +40,7 @@ type plugin struct {
 // the test failed.
 func startPlugin(t *testing.T) *plugin {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testserver.Unavailable(t, "e2e tests mount FUSE and need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testserver.Unavailable(t, "no /dev/fuse: %v", err)
-	}
+	testserver.RequireFUSE(t)
 	bin, err := testserver.CSIDriver()
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
@@ -81,7 +76,7 @@ func startPlugin(t *testing.T) *plugin {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		conn.Close()
+		_ = conn.Close()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("driver: %v", err)

@@ -80,7 +80,7 @@ func loadCluster() (cluster, error) {
 	if err != nil {
 		return cluster{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	kv := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

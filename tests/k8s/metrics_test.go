@@ -30,7 +30,7 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	if err != nil {
 		t.Fatalf("scrape %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {

@@ -32,13 +32,13 @@ func TestCredentialRotation(t *testing.T) {
 	if err := admin.CreateBucket(ctx, "rotate"); err != nil {
 		t.Fatal(err)
 	}
-	admin.Close()
+	_ = admin.Close()
 	s, err := backend.Open(ctx, cfg, objstore.Credentials{AccessKeyID: m.AccessKey, SecretAccessKey: m.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, after := putObjects(t, s, "a/", 20, 32<<10), putObjects(t, s, "b/", 20, 32<<10)
-	s.Close()
+	_ = s.Close()
 
 	secret := func(key, sec string) { apply(t, secretYAML("e2e-rotate-creds", key, sec, m.Endpoint)) }
 	secret(m.AccessKey, m.SecretKey)

@@ -121,8 +121,9 @@ func fuseProcesses(t *testing.T, handle string) []int {
 		}
 		if i := slices.Index(args, "--volume-id"); i > 0 && i+1 < len(args) && args[i+1] == handle {
 			var pid int
-			fmt.Sscanf(strings.Split(f, "/")[2], "%d", &pid)
-			pids = append(pids, pid)
+			if _, err := fmt.Sscanf(strings.Split(f, "/")[2], "%d", &pid); err == nil {
+				pids = append(pids, pid)
+			}
 		}
 	}
 	return pids

@@ -34,7 +34,7 @@ func openBucket(t *testing.T, bucket string, create bool) objstore.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer admin.Close()
+		defer func() { _ = admin.Close() }()
 		if err := admin.CreateBucket(ctx, bucket); err != nil {
 			t.Fatalf("create bucket %s: %v", bucket, err)
 		}
@@ -43,7 +43,7 @@ func openBucket(t *testing.T, bucket string, create bool) objstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -57,7 +57,7 @@ func bucketExists(t *testing.T, bucket string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	ok, err := admin.BucketExists(ctx, bucket)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func objectSum(t *testing.T, s objstore.Store, key string) string {
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	h := sha256.New()
 	if _, err := io.Copy(h, r); err != nil {
 		t.Fatalf("read %s: %v", key, err)

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/basin-csi/basin/internal/testserver"
 )
 
 // deployDir holds the kustomization that installs the driver.
@@ -93,10 +95,7 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 // TestKustomizeBuild renders the kustomization with kubectl (kustomize is
 // built in) and decodes the result strictly.
 func TestKustomizeBuild(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not installed; the kustomization's files are still checked by TestKustomizationListsEveryManifest")
-	}
+	kubectl := testserver.RequireBinary(t, "kubectl", "the Kubernetes client, which renders the kustomization")
 	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, deployDir)).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize: %v", err)

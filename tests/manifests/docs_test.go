@@ -29,7 +29,7 @@ func tableRows(t *testing.T, heading string) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	rows := map[string][]string{}
 	in := false
 	sc := bufio.NewScanner(f)

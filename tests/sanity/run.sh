@@ -21,8 +21,8 @@ need() {
   echo "sanity: $1 not found; install it with: $2" >&2
   exit 1
 }
-need csi-sanity "GOBIN=$TOOLS_DIR/bin go install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0"
-need minio "GOBIN=$TOOLS_DIR/bin go install github.com/minio/minio@<version in .ci/run>"
+need csi-sanity "hack/install-tools.sh (make tools)"
+need minio "hack/install-tools.sh (make tools)"
 need curl "apt-get install curl"
 [ "$(id -u)" = 0 ] && [ -e /dev/fuse ] || { echo "sanity: the node plugin mounts FUSE: run as root with /dev/fuse" >&2; exit 1; }
 

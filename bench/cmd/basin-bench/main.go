@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, path)
+	_, _ = fmt.Fprintln(stdout, path)
 	return ctx.Err()
 }
 

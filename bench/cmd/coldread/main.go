@@ -122,7 +122,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer proxy.Close()
+	defer func() { _ = proxy.Close() }()
 
 	creds := objstore.Credentials{AccessKeyID: servers.MinIOAccessKey, SecretAccessKey: servers.MinIOSecretKey}
 	oc := objstore.Config{Backend: objstore.BackendS3, Bucket: bucket, Endpoint: srv.Endpoint,
@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer direct.Close()
+	defer func() { _ = direct.Close() }()
 	key := fmt.Sprintf("cold/%d.bin", cfg.size)
 	if err := ensureObject(ctx, direct, key, cfg.size); err != nil {
 		return err
@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer viaProxy.Close()
+	defer func() { _ = viaProxy.Close() }()
 	info, err := viaProxy.Stat(ctx, key)
 	if err != nil {
 		return err
@@ -226,8 +226,8 @@ func download(ctx context.Context, s objstore.Store, info objstore.ObjectInfo, c
 		if err != nil {
 			return 0, err
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
+		defer func() { _ = os.Remove(f.Name()) }()
+		defer func() { _ = f.Close() }()
 		to = f
 	}
 	start := time.Now()
@@ -245,13 +245,13 @@ func readMounted(ctx context.Context, s sut.System, key string, size int64) (tim
 	if err != nil {
 		return 0, err
 	}
-	defer s.Unmount(ctx)
+	defer func() { _ = s.Unmount(ctx) }()
 	start := time.Now()
 	f, err := os.Open(filepath.Join(mnt, key))
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	n, err := io.CopyBuffer(io.Discard, onlyReader{f}, make([]byte, 1<<20))
 	took := time.Since(start)
 	if err == nil && n != size {

@@ -58,8 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	fmt.Fprintf(stdout, "wanproxy: %s -> %s (ttfb %v, conn %d B/s, total %d B/s)\n",
+	defer func() { _ = p.Close() }()
+	_, _ = fmt.Fprintf(stdout, "wanproxy: %s -> %s (ttfb %v, conn %d B/s, total %d B/s)\n",
 		p.URL(), o.proxy.Upstream, o.proxy.TTFB, o.proxy.ConnBandwidth, o.proxy.TotalBandwidth)
 	if o.admin != "" {
 		ln, err := net.Listen("tcp", o.admin)
@@ -68,8 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		srv := &http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		fmt.Fprintf(stdout, "wanproxy: admin on http://%s/stats\n", ln.Addr())
+		defer func() { _ = srv.Close() }()
+		_, _ = fmt.Fprintf(stdout, "wanproxy: admin on http://%s/stats\n", ln.Addr())
 	}
 	<-ctx.Done()
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/basin-csi/basin/internal/atomicfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -47,25 +48,10 @@ func (s *Store) SaveCredentials(id string, c objstore.Credentials) error {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("nodestate: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*") // 0600
-	if err != nil {
-		return fmt.Errorf("nodestate: %w", err)
+	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.Durable); err != nil {
+		return fmt.Errorf("nodestate: save credentials: %w", err)
 	}
-	_, werr := tmp.Write(b)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("nodestate: save credentials: %w", werr)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // LoadCredentials returns a volume's saved credentials; none saved is the

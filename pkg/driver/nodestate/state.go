@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
 // version is the state file's schema version.
@@ -130,48 +132,16 @@ func (s *Store) Update(id string, f func(v Volume, ok bool) (out Volume, keep bo
 }
 
 // writeAtomic writes f to path: temp file, fsync, rename, directory fsync.
-func writeAtomic(path string, f file) (err error) {
+func writeAtomic(path string, f file) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("nodestate: encode: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("nodestate: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.Durable); err != nil {
 		return fmt.Errorf("nodestate: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(b); err != nil {
-		return fmt.Errorf("nodestate: write: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("nodestate: fsync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("nodestate: close: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("nodestate: rename: %w", err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("nodestate: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("nodestate: fsync %s: %w", dir, err)
 	}
 	return nil
 }

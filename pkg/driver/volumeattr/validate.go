@@ -62,7 +62,7 @@ func checkRegion(v string) error {
 		return fmt.Errorf("want 1 to %d characters", maxRegionLen)
 	}
 	for _, r := range v {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
 			return errors.New("want lower-case letters, digits and dashes")
 		}
 	}

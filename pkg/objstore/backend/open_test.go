@@ -37,7 +37,7 @@ func TestOpenDispatch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			if !c.check(s) {
 				t.Errorf("Open(%s) returned a %T", c.cfg.Backend, s)
 			}
@@ -104,7 +104,7 @@ func TestOpenFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }()
 	if err := a.CreateBucket(ctx, "vol"); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestOpenFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	if _, err := s.Put(ctx, "k", strings.NewReader("v"), objstore.PutOptions{Size: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func (a *Admin) CreateBucket(ctx context.Context, bucket string) error {
 	}
 	if d, err := a.root.Open("."); err == nil {
 		_ = d.Sync()
-		d.Close()
+		_ = d.Close()
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer func() { _ = a.Close() }()
 	if err := os.WriteFile(filepath.Join(root, "afile"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestAdmin(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			_, err = s.Put(ctx, "deep/object", strings.NewReader("x"), objstore.PutOptions{Size: 1})
 			return err
 		}, nil},

@@ -24,7 +24,7 @@ func BenchmarkRead1MiB(b *testing.B) {
 		if _, err := io.Copy(io.Discard, rc); err != nil {
 			b.Fatal(err)
 		}
-		rc.Close()
+		_ = rc.Close()
 	}
 }
 
@@ -59,6 +59,6 @@ func benchStore(b *testing.B) (objstore.Store, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { s.Close() })
+	b.Cleanup(func() { _ = s.Close() })
 	return s, dir
 }

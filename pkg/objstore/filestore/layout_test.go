@@ -199,7 +199,7 @@ func TestReadKeepsOpenedVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	put(t, s, "k", "new content")
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(rc); err != nil || buf.String() != "old content" {
@@ -262,7 +262,7 @@ func TestNew(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.Close()
+				_ = s.Close()
 				return
 			}
 			if !errors.Is(err, c.want) {
@@ -297,12 +297,12 @@ func TestUploadInProgressInvisible(t *testing.T) {
 		t.Fatal(err)
 	} else {
 		data, _ := io.ReadAll(rc)
-		rc.Close()
+		_ = rc.Close()
 		if string(data) != "old" {
 			t.Errorf("Read during upload = %q, want the old version", data)
 		}
 	}
-	pw.Close()
+	_ = pw.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (s *Store) readDir(dir string) ([]entry, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	des, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, false, err
@@ -240,7 +240,7 @@ func (s *Store) hasObject(ctx context.Context, dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var subdirs []string
 	for {
 		des, err := f.ReadDir(256)

@@ -116,7 +116,7 @@ func (s *Store) open(op, key string) (*os.File, objstore.ObjectInfo, error) {
 			return f, objectInfo(key, fi), nil
 		}
 	}
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return nil, objstore.ObjectInfo{}, mapErr(op, key, err)
 	}
@@ -132,7 +132,7 @@ func (s *Store) Stat(ctx context.Context, key string) (objstore.ObjectInfo, erro
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	f.Close()
+	_ = f.Close()
 	return info, nil
 }
 
@@ -147,11 +147,11 @@ func (s *Store) Read(ctx context.Context, key string, opts objstore.ReadOptions)
 		return nil, objstore.ObjectInfo{}, err
 	}
 	if opts.IfVersion != "" && opts.IfVersion != info.Version {
-		f.Close()
+		_ = f.Close()
 		return nil, info, fmt.Errorf("filestore: read %q: version is %s, not %s: %w", key, info.Version, opts.IfVersion, objstore.ErrPreconditionFailed)
 	}
 	if opts.Offset < 0 || opts.Offset > info.Size {
-		f.Close()
+		_ = f.Close()
 		return nil, info, fmt.Errorf("filestore: read %q: offset %d of %d bytes: %w", key, opts.Offset, info.Size, objstore.ErrInvalidRange)
 	}
 	n := info.Size - opts.Offset

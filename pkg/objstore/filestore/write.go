@@ -49,7 +49,7 @@ func (s *Store) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo,
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	return s.write(ctx, "copy", dst, func(f *os.File) error {
 		// io.CopyN between files uses copy_file_range.
 		for left := info.Size; left > 0; left -= copyChunk {
@@ -93,7 +93,7 @@ func (s *Store) write(ctx context.Context, op, key string, fill func(*os.File) e
 	committed := false
 	defer func() {
 		if !committed {
-			f.Close()
+			_ = f.Close()
 			_ = s.root.Remove(tmp)
 		}
 	}()
@@ -146,7 +146,7 @@ func (s *Store) createTemp(dir string) (*os.File, string, error) {
 func (s *Store) syncDir(dir string) {
 	if d, err := s.root.Open(dir); err == nil {
 		_ = d.Sync()
-		d.Close()
+		_ = d.Close()
 	}
 }
 

@@ -34,7 +34,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	if _, err := s.Put(ctx, "obj", strings.NewReader("x"), objstore.PutOptions{Size: 1}); err != nil {
 		t.Fatal(err)
 	}

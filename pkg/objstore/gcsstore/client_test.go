@@ -127,7 +127,7 @@ func TestAdminProject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.Close()
+		defer func() { _ = a.Close() }()
 		if a.project != "from-json" {
 			t.Errorf("project = %q, want from-json", a.project)
 		}
@@ -138,7 +138,7 @@ func TestAdminProject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.Close()
+		defer func() { _ = a.Close() }()
 		if a.project != "from-env" {
 			t.Errorf("project = %q, want from-env", a.project)
 		}
@@ -149,7 +149,7 @@ func TestAdminProject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.Close()
+		defer func() { _ = a.Close() }()
 		err = a.CreateBucket(t.Context(), "basin-no-project")
 		if !errors.Is(err, objstore.ErrInvalidConfig) {
 			t.Errorf("CreateBucket without project = %v, want ErrInvalidConfig", err)
@@ -172,7 +172,7 @@ func TestCredentialErrorsHideSecrets(t *testing.T) {
 		}
 		t.Fatalf("New: %v", err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	_, err = s.Stat(t.Context(), "k")
 	if err == nil {
 		t.Fatal("Stat with an unreachable token endpoint succeeded")

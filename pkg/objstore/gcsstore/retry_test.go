@@ -106,13 +106,13 @@ func (g *scriptedGCS) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"error":{"code":%d,"message":"scripted"}}`, status)
+		_, _ = fmt.Fprintf(w, `{"error":{"code":%d,"message":"scripted"}}`, status)
 		return
 	}
 	switch kind {
 	case "meta", "upload":
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"bucket":"b","name":"k","size":"%d","generation":"7","updated":"2026-01-02T03:04:05.678Z"}`, len(scriptedBody))
+		_, _ = fmt.Fprintf(w, `{"bucket":"b","name":"k","size":"%d","generation":"7","updated":"2026-01-02T03:04:05.678Z"}`, len(scriptedBody))
 	case "read":
 		w.Header().Set("X-Goog-Generation", "7")
 		w.Header().Set("Last-Modified", "Fri, 02 Jan 2026 03:04:05 GMT")
@@ -213,7 +213,7 @@ func TestReadTimeouts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Read: %v", err)
 		}
-		defer rc.Close()
+		defer func() { _ = rc.Close() }()
 		if info.Version != "7" {
 			t.Errorf("info = %+v", info)
 		}
@@ -232,7 +232,7 @@ func TestReadTimeouts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Read: %v", err)
 		}
-		defer rc.Close()
+		defer func() { _ = rc.Close() }()
 		got, err := io.ReadAll(rc)
 		if err != nil || string(got) != scriptedBody || info.Version != "7" || info.Size != int64(len(scriptedBody)) {
 			t.Errorf("Read = %q, %+v, %v", got, info, err)
@@ -254,7 +254,7 @@ func TestServerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	_, err = s.Stat(t.Context(), "k")
 	if !errors.Is(err, objstore.ErrUnavailable) || !objstore.IsRetryable(err) {
 		t.Errorf("Stat = %v, want retryable ErrUnavailable", err)

@@ -68,12 +68,10 @@ func newAuthProxy(t *testing.T, target string) *authProxy {
 		t.Fatal(err)
 	}
 	p := &authProxy{seen: map[string]int{}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	direct := rp.Director
-	rp.Director = func(r *http.Request) {
-		direct(r)
-		r.Host = u.Host // the emulator takes other hosts for bucket names
-	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = u.Host // the emulator takes other hosts for bucket names
+	}}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		p.mu.Lock()
@@ -145,7 +143,7 @@ func TestUpdateCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 
 	proxy.acceptOnly("token-for-" + emailA)
 	if _, err := s.Stat(t.Context(), "k"); err != nil {
@@ -178,12 +176,12 @@ func TestUpdateCredentialsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer withJSON.Close()
+	defer func() { _ = withJSON.Close() }()
 	noJSON, err := New(t.Context(), testConfig("http://127.0.0.1:1", "b12"), objstore.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer noJSON.Close()
+	defer func() { _ = noJSON.Close() }()
 	cases := []struct {
 		name  string
 		store *Store

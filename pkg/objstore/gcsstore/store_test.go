@@ -33,7 +33,7 @@ func readAll(t *testing.T, s *Store, key string, o objstore.ReadOptions) (string
 	if err != nil {
 		return "", info, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(rc)
 	return string(b), info, err
 }
@@ -275,7 +275,7 @@ func TestMissingBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	if _, err := s.List(t.Context(), objstore.ListOptions{}); !errors.Is(err, objstore.ErrNotFound) {
 		t.Errorf("List on a missing bucket = %v, want ErrNotFound", err)
 	}

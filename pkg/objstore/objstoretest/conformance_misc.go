@@ -86,7 +86,7 @@ func testCancel(t *testing.T, h Harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rc.Close()
+		defer func() { _ = rc.Close() }()
 		if _, err := io.ReadFull(rc, make([]byte, 1024)); err != nil {
 			t.Fatalf("first KiB: %v", err)
 		}

@@ -27,7 +27,7 @@ func TestRangedDownloadToFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
+	defer func() { _ = out.Close() }()
 	if err := RangedDownload(ctx, f, info, 1000, 3, out); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestFakeCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _ = io.Copy(io.Discard, rc)
-		rc.Close()
+		_ = rc.Close()
 	}
 	_, _ = f.Stat(ctx, "nope")
 	if got := f.Calls(objstoretest.OpRead); got != 3 {
@@ -112,7 +112,7 @@ func TestFakeInjection(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			rc.Close()
+			_ = rc.Close()
 		})
 	}
 	for {

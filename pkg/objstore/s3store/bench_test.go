@@ -33,7 +33,7 @@ func BenchmarkRangedRead(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
+		defer func() { _ = rc.Close() }()
 		_, err = io.ReadFull(rc, buf)
 		return err
 	}

@@ -96,7 +96,7 @@ func TestNewRegion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			if got := s.c.s3.Options().Region; got != c.want {
 				t.Errorf("region %q, want %q", got, c.want)
 			}

@@ -60,7 +60,7 @@ func TestCABundle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			key := "ca/" + c.name
 			if _, err := s.Put(t.Context(), key, bytes.NewReader([]byte(c.name)), objstore.PutOptions{Size: int64(len(c.name))}); err != nil {
 				t.Fatalf("Put: %v", err)
@@ -73,7 +73,7 @@ func TestCABundle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer admin.Close()
+			defer func() { _ = admin.Close() }()
 			if ok, err := admin.BucketExists(t.Context(), bucket); !ok || err != nil {
 				t.Errorf("BucketExists = %v, %v", ok, err)
 			}

@@ -118,7 +118,7 @@ func TestStalledBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	if info.Size != 1<<20 || info.Version != "v1" {
 		t.Errorf("info = %+v", info)
 	}
@@ -161,7 +161,7 @@ func readAll(t *testing.T, s objstore.Store, key string, opts objstore.ReadOptio
 	if err != nil {
 		return nil, info, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	data, err := io.ReadAll(rc)
 	return data, info, err
 }

@@ -49,7 +49,7 @@ func newBucket(t testing.TB, srv *testserver.Server) string {
 		t.Fatalf("CreateBucket(%s): %v", bucket, err)
 	}
 	t.Cleanup(func() {
-		defer admin.Close()
+		defer func() { _ = admin.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		s, err := New(ctx, minioConfig(srv, objstore.BackendS3, bucket), minioCreds(srv))
@@ -57,7 +57,7 @@ func newBucket(t testing.TB, srv *testserver.Server) string {
 			t.Errorf("cleanup: %v", err)
 			return
 		}
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		if _, err := s.DeletePrefix(ctx, ""); err != nil {
 			t.Errorf("cleanup: empty %s: %v", bucket, err)
 		}

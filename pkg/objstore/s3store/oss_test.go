@@ -51,7 +51,7 @@ func TestAddressing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			rec := &recorder{}
 			_, err = s.c.s3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("data"), Key: aws.String("dir/k y")},
 				func(o *s3.Options) { o.HTTPClient = rec })

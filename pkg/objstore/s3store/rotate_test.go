@@ -55,13 +55,13 @@ func TestUpdateCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer admin.Close()
+			defer func() { _ = admin.Close() }()
 			if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 				t.Fatal(err)
 			}
 			a := minioCreds(srv)
 			s := tc.open(t, srv, bucket, a)
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			put(t, s, "before", []byte("written with key A"))
 
 			b := rotateRoot(t, srv, "basin-rotated", "basin-rotated-secret-5678")
@@ -97,7 +97,7 @@ func TestUpdateCredentialsBackToChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	steps := []struct {
 		creds objstore.Credentials
 		want  error // of a List after the switch
@@ -124,7 +124,7 @@ func TestUpdateCredentialsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	for _, c := range []struct {
 		name  string
 		creds objstore.Credentials

@@ -27,7 +27,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer good.Close()
+	defer func() { _ = good.Close() }()
 	put(t, good, "obj", []byte("data"))
 
 	credSets := []struct {
@@ -52,12 +52,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer s.Close()
+				defer func() { _ = s.Close() }()
 				admin, err := NewAdmin(t.Context(), minioConfig(srv, backend, ""), creds)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer admin.Close()
+				defer func() { _ = admin.Close() }()
 				checkPrinted(t, "Store", fmt.Sprintf("%v %+v %#v", s, s, *s))
 				checkPrinted(t, "Admin", fmt.Sprintf("%v %+v %#v", admin, admin, *admin))
 

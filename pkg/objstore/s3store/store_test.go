@@ -175,7 +175,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	ctx := t.Context()
 	bucket := "basin-admin-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	exists := func(want bool) {
@@ -197,7 +197,7 @@ func TestAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	put(t, s, "k", []byte("x"))
 	if err := admin.DeleteBucket(ctx, bucket); !errors.Is(err, objstore.ErrBucketNotEmpty) {
 		t.Errorf("DeleteBucket of a full bucket: %v, want ErrBucketNotEmpty", err)
