@@ -16,17 +16,28 @@ import (
 // fakeNode is a Node on fake processes and mounts (no root needed).
 func fakeNode(t *testing.T) (*Node, *supervisortest.Kernel, *supervisortest.Runner) {
 	t.Helper()
-	dir := t.TempDir()
 	k, r := supervisortest.NewKernel(), &supervisortest.Runner{}
-	n, err := NewNode(t.Context(), NodeConfig{
+	return newFakeNode(t, fakeNodeConfig(t.TempDir(), k, r)), k, r
+}
+
+// fakeNodeConfig configures a Node whose state and caches live in dir, on
+// the fake kernel k and runner r.
+func fakeNodeConfig(dir string, k *supervisortest.Kernel, r *supervisortest.Runner) NodeConfig {
+	return NodeConfig{
 		NodeID: "n1", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state.json"), MountBinary: "/bin/true",
 		Supervisor: supervisor.Config{Runner: r, Kernel: k, CheckInterval: 10 * time.Millisecond, MaxHealBackoff: 10 * time.Millisecond},
-	})
+	}
+}
+
+// newFakeNode starts a Node of cfg, closed when the test ends.
+func newFakeNode(t *testing.T, cfg NodeConfig) *Node {
+	t.Helper()
+	n, err := NewNode(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Close)
-	return n, k, r
+	return n
 }
 
 func fakeContext(t *testing.T) map[string]string {
