@@ -30,6 +30,10 @@ import (
 // them back in the background. Called once, before serving.
 func (n *Node) startReconcile() {
 	vols := n.state.List()
+	if len(vols) == 0 {
+		close(n.reconciled) // ready at once
+		return
+	}
 	n.mu.Lock()
 	for _, v := range vols {
 		n.pending[v.ID] = make(chan struct{})
@@ -43,9 +47,6 @@ func (n *Node) startReconcile() {
 
 // reconcile takes back vols with at most ReconcileWorkers at once.
 func (n *Node) reconcile(ctx context.Context, vols []nodestate.Volume) {
-	if len(vols) == 0 {
-		return
-	}
 	start := time.Now()
 	todo := make(chan nodestate.Volume)
 	var wg sync.WaitGroup
