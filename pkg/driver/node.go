@@ -153,7 +153,9 @@ func nodeRunDir(stateFile string) string {
 // back. Later calls do nothing.
 func (n *Node) Close() {
 	n.closeOnce.Do(func() {
+		n.mu.Lock() // no warmup starts after this
 		n.endLife()
+		n.mu.Unlock()
 		done := make(chan struct{})
 		go func() { n.background.Wait(); close(done) }()
 		select {

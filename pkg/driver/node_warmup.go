@@ -48,13 +48,13 @@ func (n *Node) startWarmup(id, staging string, paths []string) {
 	ctx, cancel := context.WithCancel(n.life)
 	w := &warmupRun{cancel: cancel, done: make(chan struct{})}
 	n.mu.Lock()
-	if n.warmups[id] != nil {
-		n.mu.Unlock()
+	defer n.mu.Unlock()
+	if n.warmups[id] != nil || n.life.Err() != nil { // running, or the node closes
 		cancel()
 		return
 	}
 	n.warmups[id] = w
-	n.mu.Unlock()
+	// Under mu: Close ends life under mu before it waits for background.
 	n.background.Go(func() {
 		defer func() {
 			cancel()
