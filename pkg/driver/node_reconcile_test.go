@@ -3,8 +3,11 @@ package driver
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,6 +182,9 @@ func (readiness) register(*grpc.Server)                           {}
 func (readiness) pluginCapabilities() []*csi.PluginCapability     { return nil }
 func (r readiness) probe(context.Context) (ready bool, err error) { return bool(r), nil }
 
+// TestProbeReadiness: Probe is ready when every service is; /healthz is
+// healthy either way (a node still taking volumes back is alive, and the
+// liveness probe must not restart it).
 func TestProbeReadiness(t *testing.T) {
 	for _, tc := range []struct {
 		services []Service
@@ -192,6 +198,16 @@ func TestProbeReadiness(t *testing.T) {
 		p, err := h.identity.Probe(t.Context(), &csi.ProbeRequest{})
 		if err != nil || p.GetReady().GetValue() != tc.want {
 			t.Errorf("Probe with %v = %v, %v; want ready=%v", tc.services, p, err, tc.want)
+		}
+		health := httptest.NewServer(&healthHandler{sock: strings.TrimPrefix(h.endpoint, "unix://")})
+		resp, err := http.Get(health.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		health.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("/healthz with %v = %d, want 200 whether ready or not", tc.services, resp.StatusCode)
 		}
 	}
 }

@@ -291,10 +291,4 @@ func TestNodePlugin(t *testing.T) {
 	if len(spec.Containers) != 1 {
 		t.Errorf("node plugin has %d containers; its sidecars' jobs are in-process", len(spec.Containers))
 	}
-	// Probe is not ready while a restarted plugin takes its volumes back;
-	// without a startup probe the liveness probe would restart it.
-	if sp := plugin.StartupProbe; sp == nil || sp.HTTPGet == nil || plugin.LivenessProbe == nil || plugin.LivenessProbe.HTTPGet == nil ||
-		sp.HTTPGet.Port != plugin.LivenessProbe.HTTPGet.Port || sp.PeriodSeconds*sp.FailureThreshold < 300 {
-		t.Errorf("csi-driver node needs a startup probe on the liveness endpoint allowing at least 5 minutes, have %+v", sp)
-	}
 }
