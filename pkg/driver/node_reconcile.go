@@ -53,7 +53,9 @@ func (n *Node) reconcile(ctx context.Context, vols []nodestate.Volume) {
 	for range min(n.cfg.ReconcileWorkers, len(vols)) {
 		wg.Go(func() {
 			for v := range todo {
-				n.takeBack(ctx, v)
+				if ctx.Err() == nil { // else the node closes: leave it to the next plugin
+					n.takeBack(ctx, v)
+				}
 				n.takenBack(v.ID)
 			}
 		})
@@ -63,7 +65,8 @@ func (n *Node) reconcile(ctx context.Context, vols []nodestate.Volume) {
 	}
 	close(todo)
 	wg.Wait()
-	klog.InfoS("staged volumes taken back", "volumes", len(vols), "elapsed", time.Since(start).Round(time.Millisecond))
+	klog.InfoS("start-up reconcile finished", "volumes", len(vols), "elapsed", time.Since(start).Round(time.Millisecond),
+		"stopped", ctx.Err() != nil)
 }
 
 // takeBack takes back one volume of the node state after a restart: an
