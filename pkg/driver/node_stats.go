@@ -11,8 +11,9 @@ import (
 // bytes and inodes: what the FUSE file system answers to statfs, asked
 // under a timeout. A broken mount is FailedPrecondition; its cause is in
 // NodeGetVolumeHealth, which replaced the response's VolumeCondition in
-// CSI 1.13 (docs/architecture.md, "Node plugin start-up and volume health"). A volume still being
-// taken back after a restart is waited for, bounded by ctx.
+// CSI 1.13 (docs/architecture.md, "Node plugin start-up and volume
+// health"). A volume still being taken back after a restart is waited
+// for, bounded by ctx.
 func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
 	switch {
