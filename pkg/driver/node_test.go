@@ -202,3 +202,29 @@ func TestCacheDirFor(t *testing.T) {
 		t.Errorf("an ID escaped the cache root: %q", d)
 	}
 }
+
+// TestVolumeConditionIsVolumeHealth: the node reports a volume's condition
+// through NodeGetVolumeHealth (GET_VOLUME_HEALTH), because CSI 1.13 removed
+// VolumeCondition from NodeGetVolumeStatsResponse together with the
+// VOLUME_CONDITION capability (docs/architecture.md). Should a later spec
+// bring them back, this fails: report the condition there too.
+func TestVolumeConditionIsVolumeHealth(t *testing.T) {
+	if f := (&csi.NodeGetVolumeStatsResponse{}).ProtoReflect().Descriptor().Fields().ByName("volume_condition"); f != nil {
+		t.Error("the CSI spec has NodeGetVolumeStatsResponse.volume_condition again: fill it from health()")
+	}
+	if _, ok := csi.NodeServiceCapability_RPC_Type_value["VOLUME_CONDITION"]; ok {
+		t.Error("the CSI spec has the VOLUME_CONDITION capability again: advertise it")
+	}
+	n, _, _ := fakeNode(t)
+	caps, err := n.NodeGetCapabilities(t.Context(), &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health bool
+	for _, c := range caps.GetCapabilities() {
+		health = health || c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH
+	}
+	if !health {
+		t.Errorf("the node does not advertise GET_VOLUME_HEALTH: %v", caps.GetCapabilities())
+	}
+}
