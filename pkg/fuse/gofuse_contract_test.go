@@ -25,10 +25,11 @@ import (
 // connection in under it), and on sessionFS overriding RawFileSystem
 // methods with exactly go-fuse's signatures (a changed signature would
 // silently bypass the shim). The tests in this file and in
-// gofuse_handshake_test.go pin each of these, so that a go-fuse upgrade
-// that changes one fails here, naming it, instead of in a takeover in
-// production. None needs root. The end-to-end takeover on a real kernel
-// connection is tests/chaos (TestTakeoverCompletesInFlightRead,
+// gofuse_handshake_test.go pin each of these without root, so that a
+// go-fuse upgrade that changes one fails here, naming it, instead of in a
+// takeover in production; gofuse_live_test.go repeats the handshake on a
+// real kernel connection (root and /dev/fuse). The end-to-end takeover
+// under load is tests/chaos (TestTakeoverCompletesInFlightRead,
 // TestHungProcessIsReplaced).
 //
 // When one of these fails after an upgrade: read the new go-fuse code the
