@@ -204,7 +204,7 @@ func TestProbeReadiness(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		health.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("/healthz with %v = %d, want 200 whether ready or not", tc.services, resp.StatusCode)

@@ -27,7 +27,9 @@ func stageWarming(t *testing.T, n *Node, id string) (staging string, w *warmupRu
 	if err := f.Truncate(1 << 40); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := n.NodeStageVolume(t.Context(), &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging,
 		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER),
 		VolumeContext:    with(fakeContext(t), volumeattr.KeyWarmup, volumeattr.WarmupAll)}); err != nil {

@@ -171,10 +171,10 @@ func TestResumeServerServesTheSwappedDescriptor(t *testing.T) {
 	if !errors.Is(err, ErrNoSession) {
 		t.Errorf("resumeServer with a record go-fuse answers differently: %v, want ErrNoSession", err)
 	}
-	unix.Close(liveOther)
+	_ = unix.Close(liveOther)
 
 	live, kernel := seqpacket(t)
-	defer unix.Close(live)
+	defer func() { _ = unix.Close(live) }()
 	srv := withinTimeout(t, "resumeServer", func() *gofuse.Server {
 		srv, err := resumeServer(contractFS(true), live, sessionRecord{ID: "c", InitIn: in, InitOut: reply}, contractOptions())
 		if err != nil {
@@ -218,6 +218,6 @@ func TestResumeServerServesTheSwappedDescriptor(t *testing.T) {
 		t.Errorf("notifyResend wrote %x, want %+v", buf[:n], want)
 	}
 
-	unix.Close(kernel) // go-fuse's readers see EOF and Serve returns
+	_ = unix.Close(kernel) // go-fuse's readers see EOF and Serve returns
 	withinTimeout(t, "Serve after the connection ended", func() struct{} { <-served; return struct{}{} })
 }

@@ -29,7 +29,7 @@ func TestGoFuseTakeoverOnRealConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
+	defer func() { _ = dev.Close() }()
 	data := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions", dev.Fd())
 	if err := unix.Mount("basin-contract", mnt, "fuse.basin", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
 		t.Fatalf("mount: %v", err)
@@ -90,7 +90,7 @@ func TestGoFuseTakeoverOnRealConnection(t *testing.T) {
 	}
 
 	live := dupFD()
-	defer unix.Close(live)
+	defer func() { _ = unix.Close(live) }()
 	m = withinTimeout(t, "resumeServer on the live connection", func() made {
 		srv, err := resumeServer(contractFS(true), live, rec, contractOptions())
 		return made{srv, err}
