@@ -1,14 +1,18 @@
 package cache
 
-// The public surface of the cache. Originally the lead's contract file;
-// the exported names and signatures it listed are kept, their code lives
-// by concern: Open/Close/Stats in cache.go, Stat/List/Invalidate in
-// metadata.go, InodeOf/PathOf in inode.go, OpenObject and Handle in
-// handle.go, Install in install.go, Options in options.go.
+// The public surface of the cache, by concern:
+//   - cache.go: Open, Close, Sync, Stats, Dir, StagingDir; options.go:
+//     Options; errors.go: the sentinel errors.
+//   - metadata.go: Stat, List, Invalidate; prime.go: Prime; knowndir.go:
+//     KnownDir.
+//   - inode.go: InodeOf, InodesOf, PathOf; inode_rename.go: RenameInodes.
+//   - handle.go: OpenObject and Handle (ReadAt, Prefetch, LocalPath,
+//     Info, Close); install.go: Install.
+//   - inspect.go: Entries, PinnedObjects, GC; inspect_offline.go:
+//     OpenOffline, ReadUsage, IsCacheDir, InUse; verify.go: Verify.
+//   - node.go: the node view (NewNode, Node) over every volume's cache.
 //
-// Additions: Cache.InodesOf, Cache.Verify (+ Report), Cache.Dir, the node
-// view (Node, NewNode, VolumeUsage, EnforceResult) and the sentinel errors
-// in errors.go.
+// This file holds the value types the methods share.
 
 import (
 	"time"

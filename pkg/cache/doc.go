@@ -38,9 +38,12 @@
 // the data they describe; an access time alone is flushed only once it is
 // atimeGrain newer than the indexed one (relatime), and Sync and Close
 // flush exact times. New inode numbers come from a durably reserved
-// range and their path pairs are committed at once by a background group
-// commit (inode.go), so lookups never wait for an fsync. Sync flushes
-// everything now (e.g. before a planned handover).
+// range, and their path pairs are committed (group-committed with
+// concurrent callers) before InodesOf returns them (inode.go): a lookup
+// that creates numbers waits for that fsync, so that a successor process
+// resolves every number the kernel was given. A failed commit is retried
+// in the background. Sync flushes everything now (e.g. before a planned
+// handover).
 //
 // # Hot path
 //
@@ -77,9 +80,10 @@
 //   - Pinned objects (open Handles, running fetches) are never evicted and
 //     keep their data file.
 //   - The inode table is a bijection; numbers are never reused (meta
-//     "nextino" is beyond every number handed out); root "" is 1. A crash
-//     may lose the pairs of the commit in flight: those numbers then name
-//     nothing, and their paths get new numbers.
+//     "nextino" is beyond every number handed out); root "" is 1. Every
+//     number handed out is committed with its path. A crash may lose
+//     reserved numbers and pairs whose commit was in flight (never handed
+//     out): those numbers name nothing.
 //
 // # Recovery
 //

@@ -47,7 +47,7 @@ func (c *Controller) pluginCapabilities() []*csi.PluginCapability {
 
 // probe: the controller needs nothing but the requests' secrets, so there
 // is nothing to check ahead of them.
-func (c *Controller) probe(context.Context) error { return nil }
+func (c *Controller) probe(context.Context) (ready bool, err error) { return true, nil }
 
 // begin marks key busy; the caller must call the returned release.
 func (c *Controller) begin(key string) (release func(), err error) {

@@ -15,7 +15,10 @@
 //   - config.go: Config (every process) and ControllerConfig.
 //   - errors.go: the driver's sentinel errors and toStatus, the one
 //     mapping from errors to gRPC codes.
-//   - node*.go: the Node service.
+//   - node*.go: the Node service; node_reconcile.go: taking back the
+//     staged volumes after a restart, in the background while serving;
+//     node_warmup.go: the warmup attribute's background reads, ended by
+//     unstage and Close.
 //
 // Volume IDs carry everything DeleteVolume and the node need to find a
 // volume's data (backend, bucket, prefix, region, addressing style,

@@ -31,12 +31,17 @@ func (i *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabili
 
 // Probe asks every service whether it can work now. A service that cannot
 // fails the probe with its error's code (the liveness probe restarts the
-// container).
+// container). A service still starting (the node taking its volumes back
+// after a restart) makes the answer ready=false: healthy, initialising,
+// as CSI defines it; calls for volumes not taken back yet wait for them.
 func (i *identity) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	ready := true
 	for _, s := range i.services {
-		if err := s.probe(ctx); err != nil {
+		r, err := s.probe(ctx)
+		if err != nil {
 			return nil, toStatus(err)
 		}
+		ready = ready && r
 	}
-	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(ready)}, nil
 }

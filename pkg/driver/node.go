@@ -10,6 +10,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver/nodestate"
 	"github.com/basin-csi/basin/pkg/supervisor"
@@ -22,6 +23,9 @@ const (
 	// defaultOpTimeout bounds every call of the node into a FUSE mount
 	// (statfs, unmount, bind) within a request.
 	defaultOpTimeout = 10 * time.Second
+	// defaultReconcileWorkers bounds the volumes taken back at once after
+	// a restart.
+	defaultReconcileWorkers = 4
 )
 
 // NodeConfig configures the Node service.
@@ -39,6 +43,9 @@ type NodeConfig struct {
 	MountBinary string
 	// OpTimeout bounds each call into a FUSE mount (default 10s).
 	OpTimeout time.Duration
+	// ReconcileWorkers bounds how many volumes the start-up reconcile
+	// takes back at once (default 4).
+	ReconcileWorkers int
 	// Supervisor tunes the FUSE process supervision; Binary, Binds and
 	// CredentialsDir are set by NewNode. Its Runner and Kernel may be
 	// fakes (supervisortest) in tests.
@@ -54,25 +61,41 @@ type Mounter interface {
 }
 
 // Node is the CSI Node service.
+//
+// Lifetimes: the Node's background work (the start-up reconcile, warmups)
+// runs under life, which ends with the context given to NewNode or at
+// Close; a warmup also ends when its volume is unstaged.
 type Node struct {
 	csi.UnimplementedNodeServer
 
 	// constant
-	cfg     NodeConfig
-	state   *nodestate.Store
-	mounter Mounter
-	kernel  supervisor.Kernel
-	close   func()
+	cfg          NodeConfig
+	state        *nodestate.Store
+	mounter      Mounter
+	kernel       supervisor.Kernel
+	closeMounter func()
+	life         context.Context // bounds the background work; ends at Close
+	endLife      context.CancelFunc
+	reconciled   chan struct{} // closed when the start-up reconcile finished
+	closeOnce    sync.Once
 
-	mu   sync.Mutex      // guards busy
+	background sync.WaitGroup // goroutines under life: reconcile, warmups
+
+	mu   sync.Mutex      // guards busy, pending, warmups
 	busy map[string]bool // volume IDs an operation is running for
+	// pending are the volumes the start-up reconcile has not taken back
+	// yet; each channel is closed when it has (node_reconcile.go).
+	pending map[string]chan struct{}
+	// warmups are the running warmups by volume ID (node_warmup.go).
+	warmups map[string]*warmupRun
 }
 
 var _ Service = (*Node)(nil)
 
-// NewNode opens the node state, starts supervising, and takes back the
-// volumes a previous node plugin staged (bounded by ctx): each is mounted
-// again and re-bound into its published targets.
+// NewNode opens the node state, starts supervising, and starts taking back
+// the volumes a previous node plugin staged, in the background (see
+// reconcile): it returns at once, so the node serves while they are taken
+// back. ctx bounds the Node's background work, as Close does.
 func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if cfg.CacheRoot == "" {
 		cfg.CacheRoot = DefaultCacheRoot
@@ -82,6 +105,9 @@ func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.OpTimeout <= 0 {
 		cfg.OpTimeout = defaultOpTimeout
+	}
+	if cfg.ReconcileWorkers <= 0 {
+		cfg.ReconcileWorkers = defaultReconcileWorkers
 	}
 	if cfg.NodeID == "" {
 		return nil, errors.New("node: no node ID")
@@ -93,7 +119,8 @@ func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, state: state, busy: map[string]bool{}}
+	n := &Node{cfg: cfg, state: state, reconciled: make(chan struct{}),
+		busy: map[string]bool{}, pending: map[string]chan struct{}{}, warmups: map[string]*warmupRun{}}
 	sc := cfg.Supervisor
 	sc.Binary = cfg.MountBinary
 	sc.Binds = n.binds
@@ -108,8 +135,9 @@ func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.mounter, n.kernel, n.close = m, sc.Kernel, m.Close
-	n.reconcile(ctx)
+	n.mounter, n.kernel, n.closeMounter = m, sc.Kernel, m.Close
+	n.life, n.endLife = context.WithCancel(ctx)
+	n.startReconcile()
 	return n, nil
 }
 
@@ -119,9 +147,27 @@ func nodeRunDir(stateFile string) string {
 	return stateFile + ".d"
 }
 
-// Close stops supervising. FUSE processes and mounts keep running for the
-// next node plugin to take back.
-func (n *Node) Close() { n.close() }
+// Close ends the background work (the start-up reconcile, warmups),
+// waiting for it up to the operation timeout, then stops supervising. FUSE
+// processes and mounts keep running for the next node plugin to take
+// back. Later calls do nothing.
+func (n *Node) Close() {
+	n.closeOnce.Do(func() {
+		n.mu.Lock() // no warmup starts after this
+		n.endLife()
+		n.mu.Unlock()
+		done := make(chan struct{})
+		go func() { n.background.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(n.cfg.OpTimeout):
+			// A read of a warmup blocked on a hung mount; it fails
+			// once the mount is gone.
+			klog.InfoS("closing the node with background work still running", "waited", n.cfg.OpTimeout)
+		}
+		n.closeMounter()
+	})
+}
 
 func (n *Node) register(s *grpc.Server) { csi.RegisterNodeServer(s, n) }
 
@@ -129,19 +175,29 @@ func (n *Node) register(s *grpc.Server) { csi.RegisterNodeServer(s, n) }
 // adds CONTROLLER_SERVICE).
 func (n *Node) pluginCapabilities() []*csi.PluginCapability { return nil }
 
-// probe checks that this node can mount FUSE and run the mount binary.
-func (n *Node) probe(context.Context) error {
+// probe checks that this node can mount FUSE and run the mount binary; it
+// is ready once the start-up reconcile finished.
+func (n *Node) probe(context.Context) (ready bool, err error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return fmt.Errorf("%w: node cannot mount FUSE: %w", ErrPrecondition, err)
+		return false, fmt.Errorf("%w: node cannot mount FUSE: %w", ErrPrecondition, err)
 	}
 	if _, err := os.Stat(n.cfg.MountBinary); err != nil {
-		return fmt.Errorf("%w: mount binary: %w", ErrPrecondition, err)
+		return false, fmt.Errorf("%w: mount binary: %w", ErrPrecondition, err)
 	}
-	return nil
+	select {
+	case <-n.reconciled:
+		return true, nil
+	default:
+		return false, nil
+	}
 }
 
-// begin marks a volume busy; the caller must call release.
-func (n *Node) begin(id string) (release func(), err error) {
+// begin marks a volume busy; the caller must call release. A volume the
+// start-up reconcile has not taken back yet is waited for, bounded by ctx.
+func (n *Node) begin(ctx context.Context, id string) (release func(), err error) {
+	if err := n.awaitTakenBack(ctx, id); err != nil {
+		return nil, err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.busy[id] {

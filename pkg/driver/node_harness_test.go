@@ -35,6 +35,7 @@ type nodeHarness struct {
 	dir      string // root of staging/target/cache/state paths
 	node     *Node
 	client   csi.NodeClient
+	identity csi.IdentityClient
 	endpoint string
 	cfg      NodeConfig
 }
@@ -87,6 +88,7 @@ func (h *nodeHarness) serve(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.client = csi.NewNodeClient(conn)
+	h.identity = csi.NewIdentityClient(conn)
 	t.Cleanup(func() {
 		_ = conn.Close()
 		cancel()
@@ -95,6 +97,26 @@ func (h *nodeHarness) serve(t *testing.T) {
 		}
 		n.Close()
 	})
+}
+
+// waitReady polls Probe until the node is ready: it took back the volumes
+// of its state.
+func (h *nodeHarness) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		p, err := h.identity.Probe(t.Context(), &csi.ProbeRequest{})
+		if err != nil {
+			t.Fatalf("Probe: %v", err)
+		}
+		if p.GetReady().GetValue() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node is not ready after 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cleanupMounts lazily unmounts every mount under dir (deepest first) and

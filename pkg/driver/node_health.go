@@ -13,10 +13,11 @@ import (
 
 // Health reasons (CamelCase, for machines).
 const (
-	reasonHealing   = "Healing"
-	reasonBroken    = "MountBroken"
-	reasonNotServed = "NotServed"
-	reasonHealed    = "RecentlyHealed"
+	reasonHealing    = "Healing"
+	reasonBroken     = "MountBroken"
+	reasonNotServed  = "NotServed"
+	reasonHealed     = "RecentlyHealed"
+	reasonTakingBack = "TakingBack"
 )
 
 // recentHeal is how long a heal is still reported (DEGRADED) after it
@@ -25,8 +26,9 @@ const recentHeal = 5 * time.Minute
 
 // NodeGetVolumeHealth reports the volume from the node's side (CSI 1.13,
 // the successor of VolumeCondition): INACCESSIBLE while the mount is broken
-// or no FUSE process serves it, DEGRADED while it is being healed and for
-// a while after a heal (with its cause and pause), nothing when healthy.
+// or no FUSE process serves it, DEGRADED while it is being healed, while
+// a restarted node plugin takes it back, and for a while after a heal
+// (with its cause and pause), nothing when healthy. It never waits.
 func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
@@ -51,6 +53,10 @@ func (n *Node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHe
 func (n *Node) health(ctx context.Context, id string, now time.Time) []*csi.VolumeHealth_VolumeHealthEntry {
 	entry := func(t csi.VolumeHealthErrorType, reason, msg string) []*csi.VolumeHealth_VolumeHealthEntry {
 		return []*csi.VolumeHealth_VolumeHealthEntry{{Status: t, Reason: reason, Message: msg}}
+	}
+	if n.takingBack(id) {
+		return entry(csi.VolumeHealthErrorType_DEGRADED, reasonTakingBack,
+			"the node plugin restarted and is taking the volume back")
 	}
 	s, err := n.mounter.Check(ctx, id)
 	switch {

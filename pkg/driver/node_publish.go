@@ -35,7 +35,7 @@ func (n *Node) publishVolume(ctx context.Context, req *csi.NodePublishVolumeRequ
 	case vc == nil:
 		return fmt.Errorf("%w: volume capability missing", ErrInvalidRequest)
 	}
-	release, err := n.begin(id)
+	release, err := n.begin(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 	case target == "":
 		return nil, toStatus(fmt.Errorf("%w: target path missing", ErrInvalidRequest))
 	}
-	release, err := n.begin(id)
+	release, err := n.begin(ctx, id)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -231,7 +231,8 @@ func TestNodeRestartTakesVolumesBack(t *testing.T) {
 	h.node.Close()
 	readFile(t, filepath.Join(target, "hello.txt"), "hello from the bucket")
 
-	h.serve(t) // a new node plugin takes the volume back
+	h.serve(t) // a new node plugin takes the volume back, serving meanwhile
+	h.waitReady(t)
 	pid := servingPid(t, h, v.id)
 	if pid == old {
 		t.Error("the old FUSE process still serves: it was not replaced")

@@ -48,7 +48,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	release, err := n.begin(id)
+	release, err := n.begin(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -123,9 +123,10 @@ func (n *Node) forget(id string) {
 	n.forgetRotation(id)
 }
 
-// NodeUnstageVolume unmounts the staging path and stops the FUSE process.
-// The cache directory stays for the next stage. Unstaging a volume that
-// is not staged (or whose mount is broken) succeeds.
+// NodeUnstageVolume stops the volume's warmup, unmounts the staging path
+// and stops the FUSE process. The cache directory stays for the next
+// stage. Unstaging a volume that is not staged (or whose mount is broken)
+// succeeds.
 func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
 	switch {
@@ -134,11 +135,12 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	case staging == "":
 		return nil, toStatus(fmt.Errorf("%w: staging target path missing", ErrInvalidRequest))
 	}
-	release, err := n.begin(id)
+	release, err := n.begin(ctx, id)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	defer release()
+	n.stopWarmup(ctx, id)
 	if err := n.mounter.Unstage(ctx, id, staging); err != nil {
 		return nil, toStatus(err)
 	}

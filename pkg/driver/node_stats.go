@@ -10,7 +10,10 @@ import (
 // NodeGetVolumeStats reports the cache's capacity and use as the volume's
 // bytes and inodes: what the FUSE file system answers to statfs, asked
 // under a timeout. A broken mount is FailedPrecondition; its cause is in
-// NodeGetVolumeHealth.
+// NodeGetVolumeHealth, which replaced the response's VolumeCondition in
+// CSI 1.13 (docs/architecture.md, "Node plugin start-up and volume
+// health"). A volume still being taken back after a restart is waited
+// for, bounded by ctx.
 func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
 	switch {
@@ -18,6 +21,9 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 		return nil, toStatus(fmt.Errorf("%w: volume ID missing", ErrInvalidRequest))
 	case path == "":
 		return nil, toStatus(fmt.Errorf("%w: volume path missing", ErrInvalidRequest))
+	}
+	if err := n.awaitTakenBack(ctx, id); err != nil {
+		return nil, toStatus(err)
 	}
 	v, ok := n.state.Get(id)
 	if !ok {

@@ -16,17 +16,28 @@ import (
 // fakeNode is a Node on fake processes and mounts (no root needed).
 func fakeNode(t *testing.T) (*Node, *supervisortest.Kernel, *supervisortest.Runner) {
 	t.Helper()
-	dir := t.TempDir()
 	k, r := supervisortest.NewKernel(), &supervisortest.Runner{}
-	n, err := NewNode(t.Context(), NodeConfig{
+	return newFakeNode(t, fakeNodeConfig(t.TempDir(), k, r)), k, r
+}
+
+// fakeNodeConfig configures a Node whose state and caches live in dir, on
+// the fake kernel k and runner r.
+func fakeNodeConfig(dir string, k *supervisortest.Kernel, r *supervisortest.Runner) NodeConfig {
+	return NodeConfig{
 		NodeID: "n1", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state.json"), MountBinary: "/bin/true",
 		Supervisor: supervisor.Config{Runner: r, Kernel: k, CheckInterval: 10 * time.Millisecond, MaxHealBackoff: 10 * time.Millisecond},
-	})
+	}
+}
+
+// newFakeNode starts a Node of cfg, closed when the test ends.
+func newFakeNode(t *testing.T, cfg NodeConfig) *Node {
+	t.Helper()
+	n, err := NewNode(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Close)
-	return n, k, r
+	return n
 }
 
 func fakeContext(t *testing.T) map[string]string {
@@ -189,5 +200,31 @@ func TestCacheDirFor(t *testing.T) {
 	}
 	if d := cacheDirFor("/c", "../../etc"); filepath.Dir(d) != "/c" {
 		t.Errorf("an ID escaped the cache root: %q", d)
+	}
+}
+
+// TestVolumeConditionIsVolumeHealth: the node reports a volume's condition
+// through NodeGetVolumeHealth (GET_VOLUME_HEALTH), because CSI 1.13 removed
+// VolumeCondition from NodeGetVolumeStatsResponse together with the
+// VOLUME_CONDITION capability (docs/architecture.md). Should a later spec
+// bring them back, this fails: report the condition there too.
+func TestVolumeConditionIsVolumeHealth(t *testing.T) {
+	if f := (&csi.NodeGetVolumeStatsResponse{}).ProtoReflect().Descriptor().Fields().ByName("volume_condition"); f != nil {
+		t.Error("the CSI spec has NodeGetVolumeStatsResponse.volume_condition again: fill it from health()")
+	}
+	if _, ok := csi.NodeServiceCapability_RPC_Type_value["VOLUME_CONDITION"]; ok {
+		t.Error("the CSI spec has the VOLUME_CONDITION capability again: advertise it")
+	}
+	n, _, _ := fakeNode(t)
+	caps, err := n.NodeGetCapabilities(t.Context(), &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health bool
+	for _, c := range caps.GetCapabilities() {
+		health = health || c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH
+	}
+	if !health {
+		t.Errorf("the node does not advertise GET_VOLUME_HEALTH: %v", caps.GetCapabilities())
 	}
 }

@@ -14,18 +14,26 @@ import (
 // The warmup volume attribute: after NodeStageVolume succeeded, the node
 // plugin reads the listed paths of the staging mount in the background
 // (pkg/warmup), so the node's cache holds them before the workload asks.
-// It is logged and never fails the stage. It stops when the volume is
-// unstaged (or the node plugin exits); it keeps no state file: the next
-// stage warms again, reading what is still cached locally.
+// It is logged and never fails the stage. NodeUnstageVolume of the volume
+// and Node.Close cancel it and wait for it to stop (up to the operation
+// timeout: a read blocked on a hung mount cannot be interrupted). It keeps
+// no state file: the next stage warms again, reading what is still cached
+// locally.
 const (
 	warmupThreads       = 8
 	warmupLogInterval   = 30 * time.Second
-	warmupStagedPoll    = 2 * time.Second
 	warmupLoggedFailure = 5
 )
 
+// warmupRun is a running warmup.
+type warmupRun struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when it stopped
+}
+
 // startWarmup warms paths (volumeattr.Attributes.Warmup) of a volume
-// staged at staging, in the background.
+// staged at staging, in the background, unless a warmup of the volume
+// runs already.
 func (n *Node) startWarmup(id, staging string, paths []string) {
 	if len(paths) == 0 {
 		return
@@ -37,46 +45,72 @@ func (n *Node) startWarmup(id, staging string, paths []string) {
 		}
 		targets[i] = filepath.Join(staging, p) // the parser keeps every path inside
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { // stop once the volume is no longer staged here
-		defer cancel()
-		t := time.NewTicker(warmupStagedPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if v, ok := n.state.Get(id); !ok || v.StagingPath != staging {
-					return
-				}
+	ctx, cancel := context.WithCancel(n.life)
+	w := &warmupRun{cancel: cancel, done: make(chan struct{})}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.warmups[id] != nil || n.life.Err() != nil { // running, or the node closes
+		cancel()
+		return
+	}
+	n.warmups[id] = w
+	// Under mu: Close ends life under mu before it waits for background.
+	n.background.Go(func() {
+		defer func() {
+			cancel()
+			n.mu.Lock()
+			if n.warmups[id] == w {
+				delete(n.warmups, id)
 			}
-		}
-	}()
-	go func() {
-		defer cancel()
-		klog.InfoS("warmup started", "volume", id, "paths", paths)
-		res, err := warmup.Run(ctx, targets, warmup.Options{
-			Threads:          warmupThreads,
-			ProgressInterval: warmupLogInterval,
-			Progress: func(p warmup.Progress) {
-				if !p.Done {
-					klog.InfoS("warmup progress", "volume", id, "progress", p.Line())
-				}
-			},
-		})
-		for i, f := range res.Failures {
-			if i == warmupLoggedFailure {
-				break
+			n.mu.Unlock()
+			close(w.done)
+		}()
+		warm(ctx, id, targets, paths)
+	})
+}
+
+// stopWarmup cancels the warmup of volume id, if one runs, and waits until
+// it stopped, bounded by ctx and the operation timeout.
+func (n *Node) stopWarmup(ctx context.Context, id string) {
+	n.mu.Lock()
+	w := n.warmups[id]
+	n.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.cancel()
+	ctx, cancel := n.opContext(ctx)
+	defer cancel()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		klog.InfoS("warmup still stopping", "volume", id, "reason", ctx.Err())
+	}
+}
+
+// warm runs one warmup and logs its outcome.
+func warm(ctx context.Context, id string, targets, paths []string) {
+	klog.InfoS("warmup started", "volume", id, "paths", paths)
+	res, err := warmup.Run(ctx, targets, warmup.Options{
+		Threads:          warmupThreads,
+		ProgressInterval: warmupLogInterval,
+		Progress: func(p warmup.Progress) {
+			if !p.Done {
+				klog.InfoS("warmup progress", "volume", id, "progress", p.Line())
 			}
-			klog.ErrorS(f.Err, "warmup could not read", "volume", id, "path", f.Path)
+		},
+	})
+	for i, f := range res.Failures {
+		if i == warmupLoggedFailure {
+			break
 		}
-		kv := []any{"volume", id, "files", res.Files, "bytes", res.Bytes, "errors", res.Errors,
-			"elapsed", res.Elapsed.Round(time.Second), "cacheFits", res.Cache.Fits, "cache", res.Cache.Verdict}
-		if err != nil {
-			klog.InfoS("warmup stopped", append(kv, "reason", err.Error())...)
-			return
-		}
-		klog.InfoS("warmup finished", kv...)
-	}()
+		klog.ErrorS(f.Err, "warmup could not read", "volume", id, "path", f.Path)
+	}
+	kv := []any{"volume", id, "files", res.Files, "bytes", res.Bytes, "errors", res.Errors,
+		"elapsed", res.Elapsed.Round(time.Second), "cacheFits", res.Cache.Fits, "cache", res.Cache.Verdict}
+	if err != nil {
+		klog.InfoS("warmup stopped", append(kv, "reason", err.Error())...)
+		return
+	}
+	klog.InfoS("warmup finished", kv...)
 }

@@ -25,8 +25,10 @@ type Service interface {
 	// pluginCapabilities are the service's entries in
 	// GetPluginCapabilities.
 	pluginCapabilities() []*csi.PluginCapability
-	// probe reports whether the service can do its job now (Probe).
-	probe(ctx context.Context) error
+	// probe reports whether the service can do its job (an error: it
+	// cannot and may need a restart) and whether it finished starting
+	// (ready; Probe).
+	probe(ctx context.Context) (ready bool, err error)
 }
 
 // Driver is a CSI plugin process: the Identity service plus the services

@@ -12,8 +12,10 @@ import (
 // sessionFS sits between go-fuse's server and its node bridge so that a
 // process can take over a kernel connection another process served:
 //
-//   - File handles are encoded as epoch<<33 | writable<<32 | bridge handle,
-//     with a random epoch per process. A handle of another epoch was opened
+//   - File handles are encoded as epoch<<35 | mode<<33 | writable<<32 |
+//     bridge handle: a random 29-bit epoch per process, the handle's I/O
+//     mode (2 bits, iomodes.go), whether it was opened for writing, and
+//     go-fuse's 32-bit handle. A handle of another epoch was opened
 //     by a dead predecessor ("inherited"): it is re-derived from what the
 //     kernel sends (node ID, open flags) by opening the node again, once,
 //     on first use. An inherited handle that could write is not resumed:

@@ -14,7 +14,10 @@
 //     volume.go: one supervised volume and its start sequence;
 //     watchdog.go: noticing death (child exit at once, a hung or broken
 //     mount by a periodic stat under a timeout) and healing it.
-//   - credentials.go: the 0600 credentials file handed to a child.
+//   - credentials.go: the 0600 credentials file handed to a child;
+//     rotate.go: new credentials for a running child (rotation file,
+//     SIGHUP, ack file), without a remount.
+//   - errors.go: the sentinel errors.
 //   - logs.go: the child's stderr prefixed with the volume ID into klog
 //     and a ring buffer of its last lines for error messages.
 //   - reap.go: finding FUSE processes left by an earlier node plugin.

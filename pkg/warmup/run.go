@@ -54,6 +54,8 @@ type run struct {
 // that cannot be read are listed in the Result, not returned as an error;
 // the error is for invalid options, an unusable state file, or ctx ending
 // (then the Result says how far the run got, and the state file keeps it).
+// Run returns when all its goroutines ended; after ctx ends that is as
+// soon as the reads and directory listings in flight return.
 func Run(ctx context.Context, paths []string, opts Options) (Result, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -73,7 +75,11 @@ func Run(ctx context.Context, paths []string, opts Options) (Result, error) {
 	probe := firstExisting(roots) // whose mount's cache the report describes
 	res.Cache.Before, res.Cache.Known = cacheUsage(probe)
 
-	go r.walk(ctx, roots, min(opts.Threads, maxListers))
+	walked := make(chan struct{})
+	go func() {
+		defer close(walked)
+		r.walk(ctx, roots, min(opts.Threads, maxListers))
+	}()
 	var wg sync.WaitGroup
 	for range opts.Threads {
 		wg.Go(func() { r.reader(ctx) })
@@ -95,6 +101,10 @@ func Run(ctx context.Context, paths []string, opts Options) (Result, error) {
 			}
 		}
 	}
+	// Readers stop at once when ctx ends; the walker may still be listing
+	// a directory. Run returns only when it stopped too: nothing of the
+	// run outlives it, and nothing records into the closed state file.
+	<-walked
 
 	res.Progress = r.snapshot(true)
 	r.mu.Lock()

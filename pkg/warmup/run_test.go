@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -195,4 +196,49 @@ func TestRunManyFiles(t *testing.T) {
 	if err != nil || res.Files != int64(len(files)) || res.Bytes != want || res.Dirs != 1+40+40 {
 		t.Fatalf("Run = %+v, %v; want %d files, %d bytes, 81 directories", res.Progress, err, len(files), want)
 	}
+}
+
+// TestRunCanceledLeavesNothingRunning cancels runs part way: when Run
+// returns, none of its goroutines (walker, listers, readers) is left. (A
+// guard: how far the walker got at the cancel depends on scheduling.)
+func TestRunCanceledLeavesNothingRunning(t *testing.T) {
+	files := map[string]int{}
+	for i := range 20 {
+		for j := range 20 {
+			files[fmt.Sprintf("d%02d/f%02d", i, j)] = 1
+		}
+	}
+	root := tree(t, files)
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := Run(ctx, []string{root}, Options{Threads: 2, ProgressInterval: time.Microsecond,
+			StateFile: filepath.Join(t.TempDir(), "w.state"),
+			Progress: func(p Progress) {
+				if p.Files >= int64(i) {
+					cancel()
+				}
+			}})
+		left := warmupGoroutines()
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v", err)
+		}
+		if left != "" {
+			t.Fatalf("goroutines of the run still running after Run returned:\n%s", left)
+		}
+	}
+}
+
+// warmupGoroutines returns the stacks of goroutines running this package's
+// code (other than tests).
+func warmupGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "basin/pkg/warmup.(*run)") || strings.Contains(g, "basin/pkg/warmup.(*walker)") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
