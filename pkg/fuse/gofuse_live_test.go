@@ -9,6 +9,8 @@ import (
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/basin-csi/basin/internal/testserver"
 )
 
 // TestGoFuseTakeoverOnRealConnection is the live part of the go-fuse
@@ -19,7 +21,7 @@ import (
 // kernel takes FUSE_NOTIFY_RESEND. The connection keeps serving through
 // it all.
 func TestGoFuseTakeoverOnRealConnection(t *testing.T) {
-	requireFUSE(t)
+	testserver.RequireFUSE(t)
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
