@@ -293,7 +293,7 @@ up() {
   [ "$(id -u)" = 0 ] || die "needs root"
   [ -n "${BASIN_IMAGE_TAR:-}" ] && [ -f "$BASIN_IMAGE_TAR" ] || die "BASIN_IMAGE_TAR (make image) missing"
   [ -n "${BASIN_IMAGE:-}" ] || die "BASIN_IMAGE (the image's reference) missing"
-  if [ -e "$RUN/pids" ]; then log "a cluster is already here; taking it down first"; down; fi
+  if [ -e "$RUN/pids" ]; then log "a cluster is already here; taking it down first"; (down); fi
   KB=$(k8s_bin)
   export PATH=$KB:$PATH
   mkdir -p "$RUN/logs" "$RUN/pids"
