@@ -120,6 +120,10 @@ type MountOptions struct {
 	FsName string
 	// Debug logs every FUSE request and reply.
 	Debug bool
+	// NoExec and NoAtime are the noexec and noatime mount flags (nosuid
+	// and nodev are always set). In fd mode the caller's mount(2) set
+	// the flags and these are ignored.
+	NoExec, NoAtime bool
 	// Session makes an fd-mode mount resumable by a successor process
 	// (see resume.go); zero for plain mounts.
 	Session SessionOptions

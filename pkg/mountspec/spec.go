@@ -3,6 +3,7 @@ package mountspec
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
 	"time"
@@ -138,6 +139,11 @@ func (s Spec) Validate() error {
 	if err := sc.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if s.Endpoint != "" {
+		if err := CheckEndpoint(s.Endpoint); err != nil {
+			bad("endpoint %q: %v", s.Endpoint, err)
+		}
+	}
 	if s.Prefix != "" && (s.Prefix[0] == '/' || s.Prefix[len(s.Prefix)-1] != '/') {
 		bad("prefix %q: want no leading and one trailing /", s.Prefix)
 	}
@@ -175,6 +181,22 @@ func (s Spec) Validate() error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+	}
+	return nil
+}
+
+// CheckEndpoint accepts http(s)://host[:port][/path] without credentials,
+// query or fragment.
+func CheckEndpoint(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http(s)://host[:port] URL")
+	}
+	if u.User != nil {
+		return errors.New("credentials do not belong in the URL; put them in the secret")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("no query or fragment allowed")
 	}
 	return nil
 }
