@@ -89,8 +89,8 @@ type Attributes struct {
 	UID, GID          int64 // -1: unset (the FUSE process's own)
 	FileMode, DirMode os.FileMode
 	ReadOnly          bool
-	// MountOptions are extra FUSE mount options, without commas or spaces.
-	// nil when there are none.
+	// MountOptions are accepted mount options (mountspec.ParseOptions),
+	// without duplicates. nil when there are none.
 	MountOptions []string
 	// Warmup are the paths inside the volume (relative, without leading
 	// or trailing "/"; WarmupAll for the whole volume) read in the
