@@ -3,6 +3,8 @@ package cache
 import (
 	"fmt"
 	"time"
+
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // Options configure one volume's cache. Zero values mean the defaults.
@@ -42,17 +44,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Defaults for Options' zero values.
+// Defaults for Options' zero values. Those a volume can set are the mount
+// spec's (mountspec.Default is the one place they are written).
 const (
-	DefaultBlockSize          = 4 << 20
+	DefaultBlockSize          = mountspec.DefaultCacheBlockSize
 	DefaultHighWatermark      = 0.95
 	DefaultLowWatermark       = 0.85
 	DefaultMinFreeRatio       = 0.05
 	DefaultSmallObjectSize    = 8 << 20
 	DefaultPartSize           = 8 << 20
-	DefaultMaxParallelFetches = 8
+	DefaultMaxParallelFetches = mountspec.DefaultMaxParallelFetches
 
-	maxBlockSize = 1 << 30
+	maxBlockSize = mountspec.MaxCacheBlockSize
 	minPartSize  = 64 << 10
 )
 

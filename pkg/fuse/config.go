@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // Config is the file system's behaviour. Durations follow the volume
@@ -40,18 +41,13 @@ type Config struct {
 	DisablePassthrough bool
 }
 
-// Defaults for Config's zero values.
+// Defaults for Config's zero values: the mount spec's (mountspec.Default
+// is the one place they are written).
 const (
-	DefaultFileMode os.FileMode = 0o644
-	DefaultDirMode  os.FileMode = 0o755
-	// DefaultReadAhead is twice what the cache's parallel fetches hold in
-	// flight (128 MiB), so that parts fetched and waiting for the reader do
-	// not take the window from the next fetches: behind a WAN emulator a
-	// cold 2 GiB read reached 0.78–0.80 of a parallel ranged-GET download
-	// with a window of 64 MiB and 0.91–0.92 with 128 or 256 MiB
-	// (bench/cmd/coldread).
-	DefaultReadAhead int64 = 2 * cache.DefaultMaxParallelFetches * cache.DefaultPartSize
-	DefaultOpTimeout       = 60 * time.Second
+	DefaultFileMode  os.FileMode = mountspec.DefaultFileMode
+	DefaultDirMode   os.FileMode = mountspec.DefaultDirMode
+	DefaultReadAhead int64       = mountspec.DefaultReadAhead
+	DefaultOpTimeout             = mountspec.DefaultOpTimeout
 	// MinPrefetch is the first prefetch window of a sequential reader: two
 	// of the cache's ranged GETs, so that a cold reader does not spend its
 	// first round trips ramping up (pkg/cache BenchmarkColdSequential).

@@ -7,7 +7,8 @@
 //     file system tuning, ownership, mount options) and nothing secret.
 //     Default returns the defaults; this is the only place they are
 //     written down (volume attributes and the mount command's flags start
-//     from it). Validate checks a Spec with the one set of limits, and the
+//     from it, and pkg/cache and pkg/fuse take their zero-value defaults
+//     from its constants). Validate checks a Spec with the one set of limits, and the
 //     mount process validates again what it receives.
 //   - The node plugin builds a Spec from the volume attributes (package
 //     volumeattr, Attributes.MountSpec), the volume capability's mount
