@@ -199,6 +199,13 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 	select {
 	case <-c.exited: // also when it answered and died at once
 		err = exitError(c.err)
+		// Its last words say why: let them reach the log first.
+		if d, ok := proc.(outputDrainer); ok {
+			select {
+			case <-d.Drained():
+			case <-time.After(drainTimeout):
+			}
+		}
 	default:
 	}
 	if err != nil {
@@ -212,6 +219,9 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume)
 	return nil
 }
+
+// drainTimeout bounds the wait for a dead child's last output.
+const drainTimeout = time.Second
 
 // newSessionID names a new kernel connection.
 func newSessionID() string {
