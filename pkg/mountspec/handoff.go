@@ -123,8 +123,7 @@ func ReadHandoffFile(path string) (Handoff, error) {
 	}
 	var hj handoffJSON
 	if err := strictDecode(b, &hj); err != nil {
-		// The decoder's messages name fields, never values.
-		return Handoff{}, fmt.Errorf("%w: %s: %w", ErrHandoffFile, path, err)
+		return Handoff{}, fmt.Errorf("%w: %s: %w", ErrHandoffFile, path, redactJSONError(err))
 	}
 	spec, err := DecodeSpec(hj.Spec)
 	if err != nil {
@@ -148,7 +147,7 @@ func DecodeSpec(b []byte) (Spec, error) {
 		Version *int `json:"version"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		return Spec{}, fmt.Errorf("%w: not a JSON object: %w", ErrInvalid, err)
+		return Spec{}, fmt.Errorf("%w: not a JSON object: %w", ErrInvalid, redactJSONError(err))
 	}
 	if v.Version == nil {
 		return Spec{}, fmt.Errorf("%w: no version field", ErrVersion)
@@ -164,6 +163,17 @@ func DecodeSpec(b []byte) (Spec, error) {
 		return Spec{}, err
 	}
 	return s, nil
+}
+
+// redactJSONError keeps what a decoding error says about fields and drops
+// what it could quote of a value: a syntax error shows the offending
+// character, which may belong to a secret.
+func redactJSONError(err error) error {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("not valid JSON (at byte %d)", syn.Offset)
+	}
+	return err
 }
 
 // strictDecode decodes one JSON value into v, refusing unknown fields and

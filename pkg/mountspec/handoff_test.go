@@ -92,6 +92,12 @@ func TestReadHandoffFileRefuses(t *testing.T) {
 		}, nil},
 		{"not ours", func(_ *testing.T, p string) { _ = os.WriteFile(p, []byte(`{}`), 0o600); _ = os.Chown(p, 4242, 4242) }, ErrHandoffFile},
 		{"unknown top-level field", func(_ *testing.T, p string) { _ = os.WriteFile(p, []byte(`{"password":"x"}`), 0o600) }, ErrHandoffFile},
+		{"broken JSON", func(_ *testing.T, p string) {
+			_ = os.WriteFile(p, []byte(`{"credentials":{"secretAccessKey":"hunter2"}}hunter2`), 0o600)
+		}, ErrHandoffFile},
+		{"syntax error in a secret", func(_ *testing.T, p string) {
+			_ = os.WriteFile(p, []byte(`{"credentials":{"secretAccessKey":hunter2}}`), 0o600)
+		}, ErrHandoffFile},
 		{"newer version", func(t *testing.T, p string) {
 			writeRaw(t, p, func(m map[string]any) { m["version"] = Version + 1; m["newSetting"] = true })
 		}, ErrVersion},
