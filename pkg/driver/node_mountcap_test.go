@@ -230,3 +230,48 @@ func TestNodeMountOptionsReachTheMount(t *testing.T) {
 	err := h.publishCap(t, v, staging, filepath.Join(h.dir, "pod3", "mount"), false, groupCap(rwx, ""))
 	wantCode(t, "publish with other mount flags than the stage's", err, codes.FailedPrecondition)
 }
+
+// TestSuccessorsGetTheSameSpec: the FUSE process started by a heal
+// (takeover) and the one a restarted node plugin starts present the same
+// group, modes and mount options as the first.
+func TestSuccessorsGetTheSameSpec(t *testing.T) {
+	h := startNode(t, nil)
+	v := fileVolume(t, h)
+	v.context[volumeattr.KeyMountOptions] = "noatime"
+	staging, target := filepath.Join(h.dir, "staging"), filepath.Join(h.dir, "pod", "mount")
+	vc := groupCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "4243", "noexec")
+	if err := h.stageCap(t, v, staging, vc); err != nil {
+		t.Fatalf("NodeStageVolume: %v", err)
+	}
+	if err := h.publishCap(t, v, staging, target, false, vc); err != nil {
+		t.Fatalf("NodePublishVolume: %v", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(target, "hello.txt"), &st); err != nil || st.Gid != 4243 || st.Mode&0o777 != 0o664 {
+			t.Errorf("%s: hello.txt gid %d mode %04o (%v); want 4243, 0664", when, st.Gid, st.Mode&0o777, err)
+		}
+		for _, p := range []string{staging, target} {
+			if got := mountOptionsOf(t, p); !slices.Contains(got, "noexec") || !slices.Contains(got, "noatime") {
+				t.Errorf("%s: %s mount options %q; want noexec and noatime", when, p, got)
+			}
+		}
+		handoffs, _ := filepath.Glob(filepath.Join(nodeRunDir(h.cfg.StateFile), "mount-*.json"))
+		if len(handoffs) > 0 {
+			t.Errorf("%s: hand-off files left: %q", when, handoffs)
+		}
+	}
+	check("staged")
+
+	if err := syscall.Kill(servingPid(t, h, v.id), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitHealed(t, h, v.id, 1)
+	check("after a takeover")
+
+	h.node.Close()
+	h.serve(t) // a new node plugin takes the volume back from its node state
+	servingPid(t, h, v.id)
+	check("after a node plugin restart")
+}
