@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -311,5 +312,28 @@ func TestMountCommandSIGTERM(t *testing.T) {
 	}
 	if isMounted(t, mnt) {
 		t.Error("still mounted after SIGTERM")
+	}
+}
+
+// TestMountCommandMountOptions: --mount-options (the mountOptions
+// attribute's list) become flags of the kernel mount.
+func TestMountCommandMountOptions(t *testing.T) {
+	testserver.RequireFUSE(t)
+	bucket, mnt := t.TempDir(), t.TempDir()
+	startMount(t, mnt, "--cache-dir", t.TempDir(), "--mount-options", "noexec,noatime", "file://"+bucket, mnt)
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 5 && f[4] == mnt {
+			opts = f[5]
+		}
+	}
+	for _, want := range []string{"noexec", "noatime", "nosuid", "nodev"} {
+		if !slices.Contains(strings.Split(opts, ","), want) {
+			t.Errorf("mount options %q lack %s", opts, want)
+		}
 	}
 }
