@@ -150,13 +150,10 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 
-// checkPublishMount checks a publication's mount flags and volume mount
-// group against the staged volume v: the FUSE mount, and so the options
+// checkPublishMount checks a publication's mount flags (checkCapability
+// validated them) and volume mount group against the staged volume v: the FUSE mount, and so the options
 // and the group, are the stage's, shared by every pod on the node.
 func checkPublishMount(v nodestate.Volume, m *csi.VolumeCapability_MountVolume) error {
-	if _, err := mountspec.ParseOptions(m.GetMountFlags()); err != nil {
-		return fmt.Errorf("%w: volume capability mount flags (the PV's spec.mountOptions): %w", ErrInvalidRequest, err)
-	}
 	if !slices.Equal(m.GetMountFlags(), v.MountFlags) {
 		return fmt.Errorf("%w: volume %s is staged with mount flags %q, not %q", ErrPrecondition, v.ID, v.MountFlags, m.GetMountFlags())
 	}
