@@ -14,13 +14,13 @@ import (
 
 // credentialRotation is the FUSE process's side of credential rotation
 // (pkg/supervisor/rotate.go): on SIGHUP it reads the volume's rotation
-// file next to the credentials handoff file, switches the store to the
+// file next to the hand-off file, switches the store to the
 // credentials there and acknowledges.
 type credentialRotation struct {
 	// constant
 	dir      string               // the hand-off directory; "" without hand-off credentials
 	volumeID string               // names the rotation file
-	base     objstore.Credentials // from the handoff file: what the rotation file must supersede
+	base     objstore.Credentials // from the hand-off file: what the rotation file must supersede
 	hup      chan os.Signal
 
 	// Only the watch goroutine (and startCredentials before it) touches

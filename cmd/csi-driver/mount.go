@@ -70,7 +70,7 @@ type mountSession struct {
 // openMount opens the store (wrapped by wrap when not nil), the cache and
 // the file system, and mounts it. close releases them in reverse order.
 func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) objstore.Store) (*mountSession, error) {
-	// The handoff file's credentials (zero: the backend's default chain),
+	// The hand-off file's credentials (zero: the backend's default chain),
 	// or a newer rotation; SIGHUP switches to the next (credentials_rotate.go).
 	creds, rotation, err := startCredentials(cfg)
 	if err != nil {
