@@ -38,7 +38,7 @@ func TestMountChecksTheBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	bucket := fmt.Sprintf("basin-check-%d", time.Now().UnixNano())
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatal(err)
@@ -49,19 +49,19 @@ func TestMountChecksTheBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	closedAddr := closed.Addr().String()
-	closed.Close()
+	_ = closed.Close()
 	hung, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hung.Close()
+	defer func() { _ = hung.Close() }()
 	go func() {
 		for {
 			c, err := hung.Accept()
 			if err != nil {
 				return
 			}
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 		}
 	}()
 

@@ -75,9 +75,9 @@ func WriteHandoffFile(dir string, h Handoff) (path string, err error) {
 		return "", fmt.Errorf("mountspec: hand-off file: %w", err)
 	}
 	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+		if err != nil { // the write's error is the one to report
+			_ = f.Close()
+			_ = os.Remove(f.Name())
 		}
 	}()
 	// No fsync: the file lives only while a child starts; after a crash
@@ -102,7 +102,7 @@ func ReadHandoffFile(path string) (Handoff, error) {
 	if err != nil {
 		return Handoff{}, fmt.Errorf("mountspec: hand-off file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	rmErr := os.Remove(path)
 	st, err := f.Stat()
 	if err != nil {
