@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
 // Options configure one volume's cache. Zero values mean the defaults.
@@ -44,18 +44,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Defaults for Options' zero values. Those a volume can set are the mount
-// spec's (mountspec.Default is the one place they are written).
+// Defaults for Options' zero values. Those a volume can set are a mount's
+// (internal/mountdefaults is the one place they are written).
 const (
-	DefaultBlockSize          = mountspec.DefaultCacheBlockSize
+	DefaultBlockSize          = mountdefaults.CacheBlockSize
 	DefaultHighWatermark      = 0.95
 	DefaultLowWatermark       = 0.85
 	DefaultMinFreeRatio       = 0.05
 	DefaultSmallObjectSize    = 8 << 20
-	DefaultPartSize           = 8 << 20
-	DefaultMaxParallelFetches = mountspec.DefaultMaxParallelFetches
+	DefaultPartSize           = mountdefaults.FetchPartSize
+	DefaultMaxParallelFetches = mountdefaults.MaxParallelFetches
 
-	maxBlockSize = mountspec.MaxCacheBlockSize
+	maxBlockSize = mountdefaults.MaxCacheBlockSize
 	minPartSize  = 64 << 10
 )
 

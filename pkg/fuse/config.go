@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/cache"
-	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // Config is the file system's behaviour. Durations follow the volume
@@ -41,13 +41,13 @@ type Config struct {
 	DisablePassthrough bool
 }
 
-// Defaults for Config's zero values: the mount spec's (mountspec.Default
-// is the one place they are written).
+// Defaults for Config's zero values: a mount's (internal/mountdefaults is
+// the one place they are written).
 const (
-	DefaultFileMode  os.FileMode = mountspec.DefaultFileMode
-	DefaultDirMode   os.FileMode = mountspec.DefaultDirMode
-	DefaultReadAhead int64       = mountspec.DefaultReadAhead
-	DefaultOpTimeout             = mountspec.DefaultOpTimeout
+	DefaultFileMode  os.FileMode = mountdefaults.FileMode
+	DefaultDirMode   os.FileMode = mountdefaults.DirMode
+	DefaultReadAhead int64       = mountdefaults.ReadAhead
+	DefaultOpTimeout             = mountdefaults.OpTimeout
 	// MinPrefetch is the first prefetch window of a sequential reader: two
 	// of the cache's ranged GETs, so that a cold reader does not spend its
 	// first round trips ramping up (pkg/cache BenchmarkColdSequential).

@@ -5,10 +5,10 @@
 // Contract:
 //   - Spec holds every setting of a mount (where the data is, cache and
 //     file system tuning, ownership, mount options) and nothing secret.
-//     Default returns the defaults; this is the only place they are
-//     written down (volume attributes and the mount command's flags start
-//     from it, and pkg/cache and pkg/fuse take their zero-value defaults
-//     from its constants). Validate checks a Spec with the one set of limits, and the
+//     Default returns the defaults (written once, in
+//     internal/mountdefaults, which pkg/cache and pkg/fuse use for their
+//     zero values); volume attributes and the mount command's flags start
+//     from it. Validate checks a Spec with the one set of limits, and the
 //     mount process validates again what it receives.
 //   - The node plugin builds a Spec from the volume attributes (package
 //     volumeattr, Attributes.MountSpec), the volume capability's mount
@@ -25,6 +25,6 @@
 //     unreachable store. ExitCode and ExitError are the one mapping
 //     between them and the objstore sentinels.
 //
-// The package imports only objstore; the supervisor, the driver and the
-// mount command all import it.
+// The package imports only objstore and internal/mountdefaults; the
+// supervisor, the driver and the mount command all import it.
 package mountspec

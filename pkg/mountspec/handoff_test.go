@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -106,8 +107,8 @@ func TestReadHandoffFileRefuses(t *testing.T) {
 		{"invalid spec", func(t *testing.T, p string) { writeRaw(t, p, func(m map[string]any) { m["maxParallelFetches"] = 0 }) }, ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "not ours" && os.Geteuid() != 0 {
-				t.Skip("chown needs root")
+			if tc.name == "not ours" {
+				testserver.RequireRoot(t, "chown to another user")
 			}
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
 			tc.setup(t, path)

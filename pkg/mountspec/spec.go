@@ -8,6 +8,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -76,31 +77,25 @@ type Spec struct {
 	MountOptions []string `json:"mountOptions,omitempty"`
 }
 
-// Defaults of a mount. Default is the one place they are used from.
+// Defaults of a mount, written in internal/mountdefaults (see there why).
 const (
 	DefaultBackend             = objstore.BackendS3
-	DefaultCacheSize           = 10 << 30
-	DefaultCacheBlockSize      = 4 << 20
-	DefaultMetadataTTL         = time.Minute
-	DefaultNegativeMetadataTTL = 5 * time.Second
-	DefaultMaxParallelFetches  = 8
-	// DefaultReadAhead is twice what the parallel fetches hold in flight
-	// (8 ranged GETs of 8 MiB), so that parts fetched and waiting for the
-	// reader do not take the window from the next fetches: behind a WAN
-	// emulator a cold 2 GiB read reached 0.78–0.80 of a parallel
-	// ranged-GET download with a window of 64 MiB and 0.91–0.92 with 128
-	// or 256 MiB (bench/cmd/coldread).
-	DefaultReadAhead = 2 * DefaultMaxParallelFetches * objstore.DefaultPartSize
-	DefaultOpTimeout = 60 * time.Second
-	DefaultFileMode  = os.FileMode(0o644)
-	DefaultDirMode   = os.FileMode(0o755)
+	DefaultCacheSize           = mountdefaults.CacheSize
+	DefaultCacheBlockSize      = mountdefaults.CacheBlockSize
+	DefaultMetadataTTL         = mountdefaults.MetadataTTL
+	DefaultNegativeMetadataTTL = mountdefaults.NegativeMetadataTTL
+	DefaultMaxParallelFetches  = mountdefaults.MaxParallelFetches
+	DefaultReadAhead           = mountdefaults.ReadAhead
+	DefaultOpTimeout           = mountdefaults.OpTimeout
+	DefaultFileMode            = mountdefaults.FileMode
+	DefaultDirMode             = mountdefaults.DirMode
 )
 
 // Limits checked by Validate (and by volumeattr's parser, which quotes
 // them in its messages).
 const (
-	MinCacheBlockSize     = 4 << 10
-	MaxCacheBlockSize     = 1 << 30
+	MinCacheBlockSize     = mountdefaults.MinCacheBlockSize
+	MaxCacheBlockSize     = mountdefaults.MaxCacheBlockSize
 	MaxParallelFetches    = 1024
 	MaxID                 = 1<<32 - 2
 	ModeBits              = os.FileMode(0o777)
