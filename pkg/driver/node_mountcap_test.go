@@ -272,6 +272,7 @@ func TestSuccessorsGetTheSameSpec(t *testing.T) {
 
 	h.node.Close()
 	h.serve(t) // a new node plugin takes the volume back from its node state
+	h.waitReady(t)
 	servingPid(t, h, v.id)
 	check("after a node plugin restart")
 }
