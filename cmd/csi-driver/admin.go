@@ -33,7 +33,7 @@ type mountAdmin struct {
 
 // newMountAdmin creates the registry of a mount's process.
 func newMountAdmin(cfg mountConfig) *mountAdmin {
-	a := &mountAdmin{volumeID: cfg.Cache.VolumeID, cacheDir: cfg.CacheDir, started: time.Now()}
+	a := &mountAdmin{volumeID: cfg.VolumeID, cacheDir: cfg.CacheDir, started: time.Now()}
 	reg, sm, err := metrics.NewProcessRegistry()
 	if err != nil {
 		klog.ErrorS(err, "Metrics unavailable", "volume", a.volumeID)

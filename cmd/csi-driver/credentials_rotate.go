@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -15,13 +14,13 @@ import (
 
 // credentialRotation is the FUSE process's side of credential rotation
 // (pkg/supervisor/rotate.go): on SIGHUP it reads the volume's rotation
-// file next to the credentials handoff file, switches the store to the
+// file next to the hand-off file, switches the store to the
 // credentials there and acknowledges.
 type credentialRotation struct {
 	// constant
-	dir      string               // the credentials directory; "" without a handoff file
+	dir      string               // the hand-off directory; "" without hand-off credentials
 	volumeID string               // names the rotation file
-	base     objstore.Credentials // from the handoff file: what the rotation file must supersede
+	base     objstore.Credentials // from the hand-off file: what the rotation file must supersede
 	hup      chan os.Signal
 
 	// Only the watch goroutine (and startCredentials before it) touches
@@ -31,21 +30,18 @@ type credentialRotation struct {
 }
 
 // startCredentials returns the credentials the store starts with: those
-// of the handoff file (which it deletes), or a newer rotation of them;
-// zero without a handoff file (the default chain). It starts catching
-// SIGHUP at once and never stops (signals after watch ended are dropped),
-// so that a rotation signal never kills the process.
+// of the hand-off file, or a newer rotation of them; zero without any
+// (the default chain). It starts catching SIGHUP at once and never stops
+// (signals after watch ended are dropped), so that a rotation signal never
+// kills the process.
 func startCredentials(cfg mountConfig) (objstore.Credentials, *credentialRotation, error) {
-	r := &credentialRotation{volumeID: cfg.Cache.VolumeID, hup: make(chan os.Signal, 1)}
+	r := &credentialRotation{volumeID: cfg.VolumeID, hup: make(chan os.Signal, 1)}
 	signal.Notify(r.hup, syscall.SIGHUP)
-	if cfg.CredentialsFile == "" {
-		return objstore.Credentials{}, r, nil
+	base := cfg.Credentials
+	if cfg.HandoffDir == "" || base.IsZero() {
+		return base, r, nil
 	}
-	base, err := readCredentialsFile(cfg.CredentialsFile)
-	if err != nil {
-		return objstore.Credentials{}, nil, err
-	}
-	r.dir, r.base, r.current = filepath.Dir(cfg.CredentialsFile), base, base
+	r.dir, r.base, r.current = cfg.HandoffDir, base, base
 	c, gen, ok, err := supervisor.ReadRotation(r.dir, r.volumeID, base)
 	switch {
 	case err != nil:
@@ -80,7 +76,7 @@ func (r *credentialRotation) watch(ctx context.Context, store objstore.Store) {
 // newer than those in use.
 func (r *credentialRotation) reload(ctx context.Context, store objstore.Store) {
 	if r.dir == "" {
-		klog.InfoS("SIGHUP ignored: the volume was mounted without a credentials file", "volume", r.volumeID)
+		klog.InfoS("SIGHUP ignored: the volume was mounted without hand-off credentials", "volume", r.volumeID)
 		return
 	}
 	c, gen, ok, err := supervisor.ReadRotation(r.dir, r.volumeID, r.base)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
@@ -77,12 +76,11 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	b := objstore.Credentials{AccessKeyID: "AK-B", SecretAccessKey: "secret-B-123456"}
 	c := objstore.Credentials{AccessKeyID: "AK-C", SecretAccessKey: "secret-C-123456"}
 	const vol = "s3/vol-1"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	handoff := func() mountConfig {
-		path, err := writeCredentialsFile(dir, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mountConfig{CredentialsFile: path, Cache: cache.Options{VolumeID: vol}}
+		return mountConfig{Credentials: a, HandoffDir: dir, VolumeID: vol}
 	}
 
 	// No rotation file: the handoff file's credentials.

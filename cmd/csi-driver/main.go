@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,6 +60,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 		_, _ = fmt.Fprintf(stderr, "csi-driver %s: %v\n", args[0], err)
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			return coded.ExitCode()
+		}
 		return 1
 	}
 	return 0

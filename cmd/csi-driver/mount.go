@@ -24,14 +24,14 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w\n(see csi-driver mount --help)", err)
+		return withExitCode(fmt.Errorf("%w\n(see csi-driver mount --help)", err))
 	}
 	if cfg.Debug {
 		var kf flag.FlagSet
 		klog.InitFlags(&kf)
 		_ = kf.Set("v", "4")
 	}
-	return serveMount(ctx, cfg)
+	return withExitCode(serveMount(ctx, cfg))
 }
 
 // serveMount runs one mount described by a validated config until ctx ends
@@ -40,21 +40,21 @@ func serveMount(ctx context.Context, cfg mountConfig) error {
 	s, err := openMount(ctx, cfg, nil)
 	if err != nil && ctx.Err() != nil {
 		// SIGTERM/SIGINT while mounting: Mount undid itself; a clean exit.
-		klog.InfoS("signal received while mounting, exiting", "volume", cfg.Cache.VolumeID, "err", err)
+		klog.InfoS("signal received while mounting, exiting", "volume", cfg.VolumeID, "err", err)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	klog.InfoS("serving", "volume", cfg.Cache.VolumeID, "source", cfg.Source.String(),
+	klog.InfoS("serving", "volume", cfg.VolumeID, "source", cfg.Spec.SourceURL(),
 		"mountpoint", cfg.Mountpoint, "cacheDir", cfg.CacheDir)
 	select {
 	case <-ctx.Done():
-		klog.InfoS("signal received, unmounting", "volume", cfg.Cache.VolumeID, "mountpoint", cfg.Mountpoint)
+		klog.InfoS("signal received, unmounting", "volume", cfg.VolumeID, "mountpoint", cfg.Mountpoint)
 		return s.mounted.Unmount()
 	case <-s.mounted.Done():
-		klog.InfoS("mount went away", "volume", cfg.Cache.VolumeID, "mountpoint", cfg.Mountpoint)
+		klog.InfoS("mount went away", "volume", cfg.VolumeID, "mountpoint", cfg.Mountpoint)
 		return nil
 	}
 }
@@ -70,18 +70,26 @@ type mountSession struct {
 // openMount opens the store (wrapped by wrap when not nil), the cache and
 // the file system, and mounts it. close releases them in reverse order.
 func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) objstore.Store) (*mountSession, error) {
-	// The handoff file's credentials (zero: the backend's default chain),
+	// The hand-off file's credentials (zero: the backend's default chain),
 	// or a newer rotation; SIGHUP switches to the next (credentials_rotate.go).
 	creds, rotation, err := startCredentials(cfg)
 	if err != nil {
 		return nil, err
 	}
-	store, err := backend.Open(ctx, cfg.Store, creds)
+	adapter, err := backend.Open(ctx, cfg.Spec.StoreConfig(), creds)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", cfg.Source, err)
+		return nil, fmt.Errorf("open %s: %w", cfg.Spec.SourceURL(), err)
 	}
-	rotation.watch(ctx, store)
-	store = objstore.WithPrefix(store, cfg.Source.Prefix)
+	store := objstore.WithPrefix(adapter, cfg.Spec.Prefix)
+	if !cfg.Resume {
+		// A takeover serves a live mount: a hiccup of the store must not
+		// fail it; every other start refuses a bucket it cannot use.
+		if err := checkBucket(ctx, store, cfg.Spec); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+	}
+	rotation.watch(ctx, adapter) // switches the adapter's credentials
 	if wrap != nil {
 		store = wrap(store)
 	}

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
 )
@@ -140,6 +142,38 @@ func TestMountCommandReadOnly(t *testing.T) {
 	}
 }
 
+// mountFD mounts /dev/fuse on mnt the way the node plugin does and returns
+// the descriptor; cleanup detaches the mount.
+func mountFD(t *testing.T, mnt string) int {
+	t.Helper()
+	fd, err := syscall.Open("/dev/fuse", syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other,default_permissions,max_read=1048576", fd)
+	if err := syscall.Mount("basin-test", mnt, "fuse.basin", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		_ = syscall.Close(fd)
+		t.Fatalf("mount(2): %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	return fd
+}
+
+// catFD reads path on an fd-mode mount served by this process, from a
+// child process: in fd mode go-fuse cannot run its poll hack (it has no
+// path), and a Go program that opens files on a mount it serves itself
+// can deadlock in epoll_ctl on the kernel's POLL.
+func catFD(t *testing.T, path string) []byte {
+	t.Helper()
+	var got []byte
+	waitFor(t, "reads through the fd", func() bool {
+		var err error
+		got, err = exec.Command("cat", path).Output()
+		return err == nil
+	})
+	return got
+}
+
 // TestMountCommandFD serves a /dev/fuse descriptor this process mounted
 // itself, the way the node plugin hands one to the FUSE process.
 func TestMountCommandFD(t *testing.T) {
@@ -148,26 +182,10 @@ func TestMountCommandFD(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("via fd"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := syscall.Open("/dev/fuse", syscall.O_RDWR|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,default_permissions,max_read=1048576", fd)
-	if err := syscall.Mount("basin-test", mnt, "fuse.basin", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-		_ = syscall.Close(fd)
-		t.Fatalf("mount(2): %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	fd := mountFD(t, mnt)
 	stop := startMount(t, "", "--fd", fmt.Sprint(fd), "--cache-dir", t.TempDir(), "file://"+bucket)
 
-	// Read from a child process: in fd mode go-fuse cannot run its poll
-	// hack (it has no path), and a Go program that opens files on a mount
-	// it serves itself can deadlock in epoll_ctl on the kernel's POLL.
-	var got []byte
-	waitFor(t, "reads through the fd", func() bool {
-		got, err = exec.Command("cat", filepath.Join(mnt, "f")).Output()
-		return err == nil
-	})
+	got := catFD(t, filepath.Join(mnt, "f"))
 	if string(got) != "via fd" {
 		t.Errorf("read = %q", got)
 	}
@@ -227,17 +245,25 @@ func TestMountCommandMinIO(t *testing.T) {
 		t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 		check(t)
 	})
-	t.Run("credentials file", func(t *testing.T) {
+	t.Run("hand-off file", func(t *testing.T) {
+		// The node plugin's way: the spec and the credentials in a 0600
+		// file, the mount made by the caller, nothing in argv.
 		t.Setenv("AWS_ACCESS_KEY_ID", "")
 		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-		dir := filepath.Join(t.TempDir(), "creds")
-		path, err := writeCredentialsFile(dir, creds)
+		spec := mountspec.Default()
+		spec.Bucket, spec.Prefix, spec.Endpoint, spec.Region, spec.PathStyle = bucket, "vol/", srv.Endpoint, srv.Region, true
+		path, err := mountspec.WriteHandoffFile(filepath.Join(t.TempDir(), "handoff"), mountspec.Handoff{Spec: spec, Credentials: creds})
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, "--credentials-file", path)
+		mnt := t.TempDir()
+		fd := mountFD(t, mnt)
+		startMount(t, "", "--fd", fmt.Sprint(fd), "--cache-dir", t.TempDir(), "--spec-file", path)
+		if got := catFD(t, filepath.Join(mnt, "data", "x")); string(got) != "in minio" {
+			t.Fatalf("read: %q", got)
+		}
 		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Errorf("credentials file left behind: %v", err)
+			t.Errorf("hand-off file left behind: %v", err)
 		}
 	})
 }
@@ -286,5 +312,28 @@ func TestMountCommandSIGTERM(t *testing.T) {
 	}
 	if isMounted(t, mnt) {
 		t.Error("still mounted after SIGTERM")
+	}
+}
+
+// TestMountCommandMountOptions: --mount-options (the mountOptions
+// attribute's list) become flags of the kernel mount.
+func TestMountCommandMountOptions(t *testing.T) {
+	testserver.RequireFUSE(t)
+	bucket, mnt := t.TempDir(), t.TempDir()
+	startMount(t, mnt, "--cache-dir", t.TempDir(), "--mount-options", "noexec,noatime", "file://"+bucket, mnt)
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 5 && f[4] == mnt {
+			opts = f[5]
+		}
+	}
+	for _, want := range []string{"noexec", "noatime", "nosuid", "nodev"} {
+		if !slices.Contains(strings.Split(opts, ","), want) {
+			t.Errorf("mount options %q lack %s", opts, want)
+		}
 	}
 }

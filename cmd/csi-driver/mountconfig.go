@@ -5,52 +5,44 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/fuse"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
-// mountFlags are the raw flag values of `csi-driver mount`.
+// mountFlags are the raw flag values of `csi-driver mount`. The settings
+// flags write straight into spec, which starts from mountspec.Default.
 type mountFlags struct {
-	endpoint, region                 string
-	pathStyle                        bool
-	cacheDir, volumeID               string
-	cacheSize, cacheBlockSize        int64
-	readAhead                        int64
-	maxParallelFetches               int
-	metadataTTL, negativeTTL         time.Duration
-	opTimeout                        time.Duration
-	readOnly, allowOther, foreground bool
-	uid, gid                         int64
-	fileMode, dirMode                os.FileMode
-	fd                               int
-	session                          string
-	resume                           bool
-	credentialsFile                  string
-	debug, disablePassthrough        bool
+	spec         mountspec.Spec
+	mountOptions string
+
+	// Process flags: who this process is and how it serves.
+	cacheDir, volumeID        string
+	allowOther, foreground    bool
+	fd                        int
+	session                   string
+	resume                    bool
+	specFile                  string
+	debug, disablePassthrough bool
+
+	// set names the flags given on the command line.
+	set map[string]bool
 }
+
+// specFlags are the flags that write into the spec; --spec-file replaces
+// all of them.
+var specFlags = []string{"endpoint", "region", "path-style", "cache-size", "cache-block-size", "metadata-ttl",
+	"negative-metadata-ttl", "read-ahead", "max-parallel-fetches", "op-timeout", "read-only", "uid", "gid",
+	"file-mode", "dir-mode", "mount-options"}
 
 // defaultMountFlags are the defaults shown by --help.
 func defaultMountFlags() mountFlags {
-	return mountFlags{
-		cacheSize:          10 << 30,
-		cacheBlockSize:     cache.DefaultBlockSize,
-		readAhead:          fuse.DefaultReadAhead,
-		maxParallelFetches: cache.DefaultMaxParallelFetches,
-		metadataTTL:        time.Minute,
-		negativeTTL:        5 * time.Second,
-		opTimeout:          fuse.DefaultOpTimeout,
-		uid:                -1,
-		gid:                -1,
-		fileMode:           fuse.DefaultFileMode,
-		dirMode:            fuse.DefaultDirMode,
-		fd:                 -1,
-	}
+	return mountFlags{spec: mountspec.Default(), fd: -1}
 }
 
 // sessionFileName is the file in the cache directory where an fd-mode
@@ -58,140 +50,157 @@ func defaultMountFlags() mountFlags {
 const sessionFileName = "fuse-session.json"
 
 // mountConfig is everything a mount needs, built and validated in one place
-// (newMountConfig) from the flags and arguments.
+// (newMountConfig) from the flags and arguments, or from the node plugin's
+// hand-off file.
 type mountConfig struct {
-	Source     source
+	Spec        mountspec.Spec
+	Credentials objstore.Credentials // zero: the backend's default chain
+	// HandoffDir is the directory of the hand-off file ("" without one):
+	// where the node plugin puts the volume's credential rotations.
+	HandoffDir string
+	VolumeID   string
 	Mountpoint string // "/dev/fd/N" in fd mode
-	Store      objstore.Config
 	CacheDir   string
 	Cache      cache.Options
 	FS         fuse.Config
 	Mount      fuse.MountOptions
 	Debug      bool
-	// CredentialsFile is a 0600 file the node plugin wrote for this
-	// process (read and deleted at start); "" means the default chain.
-	CredentialsFile string
+	// Resume takes over a live connection: the bucket is not checked
+	// again (the mount serves already; a hiccup must not fail it).
+	Resume bool
 }
 
 // newMountConfig validates flags and arguments and reports every problem.
+// With --spec-file it reads (and deletes) the hand-off file.
 func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
 	var c mountConfig
-	switch {
-	case len(args) == 0:
-		bad("missing SOURCE")
-	case len(args) > 2:
-		bad("too many arguments %q: want SOURCE MOUNTPOINT", args)
-	}
-	if len(args) > 0 {
-		src, err := parseSource(args[0])
+	spec := f.spec
+	positional := args
+	if f.specFile != "" {
+		for _, name := range specFlags {
+			if f.set[name] {
+				bad("--%s: with --spec-file the mount spec comes from the file", name)
+			}
+		}
+		if f.fd < 0 {
+			bad("--spec-file needs --fd: the node plugin mounts, this process serves")
+		}
+		if len(args) > 0 {
+			bad("unexpected arguments %q: with --spec-file the source comes from the file", args)
+		}
+		if len(errs) > 0 {
+			return mountConfig{}, errors.Join(errs...) // the file stays for its writer to remove
+		}
+		h, err := mountspec.ReadHandoffFile(f.specFile)
 		if err != nil {
+			return mountConfig{}, err // the spec's own problems, nothing else is worth reporting
+		}
+		spec, c.Credentials, c.HandoffDir = h.Spec, h.Credentials, filepath.Dir(f.specFile)
+	} else {
+		switch {
+		case len(args) == 0:
+			bad("missing SOURCE")
+		case len(args) > 2:
+			bad("too many arguments %q: want SOURCE MOUNTPOINT", args)
+		}
+		if len(args) > 0 {
+			src, err := parseSource(args[0])
+			if err != nil {
+				errs = append(errs, err)
+			}
+			spec.Backend, spec.Bucket, spec.Prefix = src.Backend, src.Bucket, src.Prefix
+			positional = args[1:]
+		}
+		var err error
+		if spec, err = spec.WithOptions(strings.Split(f.mountOptions, ",")); err != nil {
+			errs = append(errs, fmt.Errorf("--mount-options: %w", err))
+		}
+		if err := spec.Validate(); err != nil && len(errs) == 0 {
 			errs = append(errs, err)
 		}
-		c.Source = src
 	}
 	switch {
 	case f.fd >= 0 && f.fd < 3:
 		bad("--fd %d: descriptors 0-2 are stdin, stdout and stderr", f.fd)
 	case f.fd >= 3:
 		c.Mountpoint = fmt.Sprintf("/dev/fd/%d", f.fd)
-	case len(args) < 2:
+	case len(positional) < 1:
 		bad("missing MOUNTPOINT (or --fd)")
 	default:
-		mp, err := filepath.Abs(args[1])
+		mp, err := filepath.Abs(positional[0])
 		if err != nil {
-			bad("mountpoint %q: %v", args[1], err)
+			bad("mountpoint %q: %v", positional[0], err)
 		} else if st, err := os.Stat(mp); err != nil || !st.IsDir() {
 			bad("mountpoint %q is not an existing directory", mp)
 		}
 		c.Mountpoint = mp
 	}
-	if f.endpoint != "" {
-		if u, err := url.Parse(f.endpoint); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			bad("--endpoint %q: want http(s)://host[:port]", f.endpoint)
-		} else if u.User != nil {
-			bad("--endpoint: credentials do not belong in the URL")
-		}
+	c.VolumeID = f.volumeID
+	if c.VolumeID == "" {
+		sum := sha256.Sum256([]byte(spec.SourceURL() + "\x00" + spec.Endpoint))
+		c.VolumeID = "manual-" + hex.EncodeToString(sum[:8])
 	}
-	if f.cacheBlockSize < 4096 || f.cacheBlockSize%4096 != 0 {
-		bad("--cache-block-size %d: want a multiple of 4Ki", f.cacheBlockSize)
-	}
-	if f.maxParallelFetches < 1 {
-		bad("--max-parallel-fetches %d: want at least 1", f.maxParallelFetches)
-	}
-	if f.opTimeout <= 0 {
-		bad("--op-timeout %v: want a positive duration", f.opTimeout)
-	}
-	uid, gid := f.uid, f.gid
-	if uid < 0 {
-		uid = int64(os.Geteuid())
-	}
-	if gid < 0 {
-		gid = int64(os.Getegid())
-	}
-	if uid > 1<<32-2 || gid > 1<<32-2 {
-		bad("--uid/--gid out of range")
-	}
-	volumeID := f.volumeID
-	if volumeID == "" {
-		sum := sha256.Sum256([]byte(c.Source.String() + "\x00" + f.endpoint))
-		volumeID = "manual-" + hex.EncodeToString(sum[:8])
-	}
-	cacheDir := f.cacheDir
-	if cacheDir == "" {
+	c.CacheDir = f.cacheDir
+	if c.CacheDir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
 			bad("no --cache-dir and no user cache directory: %v", err)
 		}
-		cacheDir = filepath.Join(base, "basin", volumeID)
+		c.CacheDir = filepath.Join(base, "basin", c.VolumeID)
 	}
-
-	c.Store = objstore.Config{
-		Backend: c.Source.Backend, Bucket: c.Source.Bucket,
-		Endpoint: f.endpoint, Region: f.region, PathStyle: f.pathStyle,
-		RequestTimeout: min(objstore.DefaultRequestTimeout, f.opTimeout),
-	}
-	if len(errs) == 0 {
-		if err := c.Store.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	origin := c.Source.String()
-	if f.endpoint != "" {
-		origin += " @" + f.endpoint
-	}
-	c.CacheDir = cacheDir
-	c.Cache = cache.Options{
-		VolumeID: volumeID, Origin: origin,
-		BlockSize: f.cacheBlockSize, Capacity: f.cacheSize,
-		MetadataTTL: f.metadataTTL, NegativeTTL: f.negativeTTL,
-		MaxParallelFetches: f.maxParallelFetches,
-	}
-	c.FS = fuse.Config{
-		VolumeID: volumeID, ReadOnly: f.readOnly,
-		UID: uint32(uid), GID: uint32(gid), FileMode: f.fileMode, DirMode: f.dirMode,
-		MetadataTTL: f.metadataTTL, NegativeTTL: f.negativeTTL,
-		ReadAhead: f.readAhead, OpTimeout: f.opTimeout,
-		DisablePassthrough: f.disablePassthrough,
-	}
-	if f.readAhead == 0 {
-		c.FS.ReadAhead = -1 // 0 on the command line means "off"
-	}
+	c.Spec = spec
+	c.Cache, c.FS = runtimeConfig(spec, c.VolumeID)
+	c.FS.DisablePassthrough = f.disablePassthrough
 	if err := c.FS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	c.Mount = fuse.MountOptions{AllowOther: f.allowOther, FsName: "basin:" + c.Source.String(), Debug: f.debug}
+	flags := spec.Flags()
+	c.Mount = fuse.MountOptions{AllowOther: f.allowOther, FsName: "basin:" + spec.SourceURL(), Debug: f.debug,
+		NoExec: flags.NoExec, NoAtime: flags.NoAtime}
 	switch {
 	case (f.session != "" || f.resume) && f.fd < 0:
 		bad("--session and --resume need --fd")
 	case f.resume && f.session == "":
 		bad("--resume needs --session: the connection to take over")
 	case f.session != "":
-		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(cacheDir, sessionFileName), ID: f.session, Resume: f.resume}
+		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
 	}
-	c.Debug = f.debug
-	c.CredentialsFile = f.credentialsFile
+	c.Debug, c.Resume = f.debug, f.resume
 	return c, errors.Join(errs...)
+}
+
+// runtimeConfig turns a spec into the cache's and the file system's
+// configuration: the one place a spec's fields meet pkg/cache and
+// pkg/fuse.
+func runtimeConfig(s mountspec.Spec, volumeID string) (cache.Options, fuse.Config) {
+	origin := s.SourceURL()
+	if s.Endpoint != "" {
+		origin += " @" + s.Endpoint
+	}
+	uid, gid := s.UID, s.GID
+	if uid < 0 {
+		uid = int64(os.Geteuid())
+	}
+	if gid < 0 {
+		gid = int64(os.Getegid())
+	}
+	co := cache.Options{
+		VolumeID: volumeID, Origin: origin,
+		BlockSize: s.CacheBlockSize, Capacity: s.CacheSize,
+		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
+		MaxParallelFetches: s.MaxParallelFetches,
+	}
+	fc := fuse.Config{
+		VolumeID: volumeID, ReadOnly: s.Flags().ReadOnly,
+		UID: uint32(uid), GID: uint32(gid), FileMode: s.FileMode, DirMode: s.DirMode,
+		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
+		ReadAhead: s.ReadAhead, OpTimeout: s.OpTimeout,
+	}
+	if s.ReadAhead == 0 {
+		fc.ReadAhead = -1 // 0 in a spec means "off"
+	}
+	return co, fc
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // quantityValue is a flag holding a byte size written as a Kubernetes
@@ -74,29 +75,31 @@ func (v modeValue) Set(s string) error {
 func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; --help prints mountUsage
-	fs.StringVar(&f.endpoint, "endpoint", f.endpoint, "object store `URL` (MinIO, OSS region endpoint, fake-gcs-server); default: the backend's own")
-	fs.StringVar(&f.region, "region", f.region, "S3/OSS signing `region`; default: from the environment/profile, else us-east-1")
-	fs.BoolVar(&f.pathStyle, "path-style", f.pathStyle, "address S3 buckets as ENDPOINT/BUCKET (MinIO and most S3-compatible stores)")
+	s := &f.spec
+	fs.StringVar(&s.Endpoint, "endpoint", s.Endpoint, "object store `URL` (MinIO, OSS region endpoint, fake-gcs-server); default: the backend's own")
+	fs.StringVar(&s.Region, "region", s.Region, "S3/OSS signing `region`; default: from the environment/profile, else us-east-1")
+	fs.BoolVar(&s.PathStyle, "path-style", s.PathStyle, "address S3 buckets as ENDPOINT/BUCKET (MinIO and most S3-compatible stores)")
 	fs.StringVar(&f.cacheDir, "cache-dir", f.cacheDir, "cache `directory` (created 0700; kept across mounts); default: $XDG_CACHE_HOME/basin/VOLUME-ID")
 	fs.StringVar(&f.volumeID, "volume-id", f.volumeID, "`name` of the volume in logs and in the default cache directory; default: derived from SOURCE")
-	fs.Var(quantityValue{&f.cacheSize}, "cache-size", "cap on the cache's disk use, a Kubernetes `quantity` (0: only keep 5% of the disk free)")
-	fs.Var(quantityValue{&f.cacheBlockSize}, "cache-block-size", "cache block `size` (multiple of 4Ki)")
-	fs.Var(ttlValue{&f.metadataTTL}, "metadata-ttl", "how long attributes and listings are trusted: a Go `duration`, 0 (always ask the bucket) or -1 (forever: immutable data)")
-	fs.Var(ttlValue{&f.negativeTTL}, "negative-metadata-ttl", "how long \"no such file\" is trusted (`duration`, 0 or -1)")
-	fs.Var(quantityValue{&f.readAhead}, "read-ahead", "largest prefetch window of a sequential reader (`quantity`; 0 disables prefetching)")
-	fs.IntVar(&f.maxParallelFetches, "max-parallel-fetches", f.maxParallelFetches, "concurrent GET requests of this mount")
-	fs.DurationVar(&f.opTimeout, "op-timeout", f.opTimeout, "bound on the bucket requests of one file system operation; past it the operation fails with EIO")
-	fs.BoolVar(&f.readOnly, "read-only", f.readOnly, "mount read-only: every change fails with EROFS")
-	fs.Int64Var(&f.uid, "uid", f.uid, "owner `uid` of all files (-1: the mounting user)")
-	fs.Int64Var(&f.gid, "gid", f.gid, "group `gid` of all files (-1: the mounting user's group)")
-	fs.Var(modeValue{&f.fileMode}, "file-mode", "permission bits of files (`octal`)")
-	fs.Var(modeValue{&f.dirMode}, "dir-mode", "permission bits of directories (`octal`)")
+	fs.Var(quantityValue{&s.CacheSize}, "cache-size", "cap on the cache's disk use, a Kubernetes `quantity` (0: only keep 5% of the disk free)")
+	fs.Var(quantityValue{&s.CacheBlockSize}, "cache-block-size", "cache block `size` (4Ki to 1Gi, a multiple of 4Ki)")
+	fs.Var(ttlValue{&s.MetadataTTL}, "metadata-ttl", "how long attributes and listings are trusted: a Go `duration`, 0 (always ask the bucket) or -1 (forever: immutable data)")
+	fs.Var(ttlValue{&s.NegativeMetadataTTL}, "negative-metadata-ttl", "how long \"no such file\" is trusted (`duration`, 0 or -1)")
+	fs.Var(quantityValue{&s.ReadAhead}, "read-ahead", "largest prefetch window of a sequential reader (`quantity`; 0 disables prefetching)")
+	fs.IntVar(&s.MaxParallelFetches, "max-parallel-fetches", s.MaxParallelFetches, "concurrent GET requests of this mount (1 to 1024)")
+	fs.DurationVar(&s.OpTimeout, "op-timeout", s.OpTimeout, "bound on the bucket requests of one file system operation (past it the operation fails with EIO), and on the check of the bucket at mount")
+	fs.BoolVar(&s.ReadOnly, "read-only", s.ReadOnly, "mount read-only: every change fails with EROFS")
+	fs.Int64Var(&s.UID, "uid", s.UID, "owner `uid` of all files (-1: the mounting user)")
+	fs.Int64Var(&s.GID, "gid", s.GID, "group `gid` of all files (-1: the mounting user's group)")
+	fs.Var(modeValue{&s.FileMode}, "file-mode", "permission bits of files (`octal`)")
+	fs.Var(modeValue{&s.DirMode}, "dir-mode", "permission bits of directories (`octal`)")
+	fs.StringVar(&f.mountOptions, "mount-options", f.mountOptions, "comma-separated mount `options`, as the mountOptions volume attribute: "+strings.Join(mountspec.AcceptedOptions(), ", "))
 	fs.BoolVar(&f.allowOther, "allow-other", f.allowOther, "let other users access the mount (non-root needs user_allow_other in /etc/fuse.conf)")
 	fs.BoolVar(&f.foreground, "foreground", f.foreground, "stay in the foreground (always the case: run it under a supervisor or with & to background it)")
 	fs.IntVar(&f.fd, "fd", f.fd, "serve an already mounted /dev/fuse descriptor `N` inherited from the parent instead of mounting MOUNTPOINT; the mount is left to the parent at exit")
 	fs.StringVar(&f.session, "session", f.session, "with --fd: `ID` of the kernel connection; record its negotiation in the cache directory so that a successor can take it over")
 	fs.BoolVar(&f.resume, "resume", f.resume, "with --fd and --session: take over the connection from a server that died, without a new INIT, and have the kernel resend the requests it left unanswered")
-	fs.StringVar(&f.credentialsFile, "credentials-file", f.credentialsFile, "read the store's credentials from this 0600 `file` and delete it (how the node plugin hands them over; a path, never a secret, on the command line)")
+	fs.StringVar(&f.specFile, "spec-file", f.specFile, "with --fd: read the mount spec and the store's credentials from this 0600 `file` and delete it (how the node plugin hands a volume over; replaces SOURCE and the settings flags, and no secret is ever on the command line)")
 	fs.BoolVar(&f.disablePassthrough, "disable-passthrough", f.disablePassthrough, "serve all reads in user space even where FUSE passthrough works")
 	fs.BoolVar(&f.debug, "debug", f.debug, "log every FUSE request and verbose cache events")
 	return fs
@@ -104,10 +107,13 @@ func mountFlagSet(f *mountFlags) *flag.FlagSet {
 
 const mountSynopsis = `Usage: csi-driver mount [flags] SOURCE MOUNTPOINT
        csi-driver mount [flags] --fd N SOURCE
+       csi-driver mount --fd N --spec-file FILE [process flags]
 
 Mounts a bucket, or a prefix of one, as a POSIX file system with a local
 cache: the first read of a byte goes to the bucket, later reads come from
-the cache directory (also after a remount).
+the cache directory (also after a remount). The bucket is checked before
+the mount: a missing bucket, refused credentials or an unreachable store
+fail it within --op-timeout, with exit code 3, 4 or 5.
 
 SOURCE is one of
   s3://BUCKET[/PREFIX]     Amazon S3 or an S3-compatible store (--endpoint, --path-style)
@@ -120,7 +126,7 @@ places: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN,
 AWS_PROFILE and ~/.aws/{credentials,config}, web identity (IRSA) and
 instance metadata for s3:// and oss://; GOOGLE_APPLICATION_CREDENTIALS or
 the application default credentials for gs://; or, from the node plugin,
-a --credentials-file that is deleted once read.
+the --spec-file that is deleted once read.
 
 The command stays in the foreground and serves the mount until SIGINT or
 SIGTERM, then unmounts (with --fd it just stops serving). Sizes are
@@ -153,6 +159,7 @@ func mountUsage(w io.Writer) {
 func parseMountArgs(args []string) (mountConfig, error) {
 	f := defaultMountFlags()
 	fs := mountFlagSet(&f)
+
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -174,5 +181,7 @@ func parseMountArgs(args []string) (mountConfig, error) {
 			return mountConfig{}, fmt.Errorf("argument %q looks like a flag after --", a)
 		}
 	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	return newMountConfig(f, positional)
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	flagpkg "flag"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -21,8 +23,10 @@ func TestParseMountArgs(t *testing.T) {
 		check func(t *testing.T, c mountConfig)
 	}{
 		{"defaults", []string{"s3://b/p", mnt}, func(t *testing.T, c mountConfig) {
-			if c.Store.Backend != objstore.BackendS3 || c.Store.Bucket != "b" || c.Source.Prefix != "p/" {
-				t.Errorf("store %+v source %+v", c.Store, c.Source)
+			want := mountspec.Default()
+			want.Bucket, want.Prefix = "b", "p/"
+			if !reflect.DeepEqual(c.Spec, want) {
+				t.Errorf("spec %+v, want %+v", c.Spec, want)
 			}
 			if c.Mountpoint != mnt || c.FS.ReadOnly || c.FS.MetadataTTL != time.Minute || c.Cache.Capacity != 10<<30 {
 				t.Errorf("config %+v", c)
@@ -30,7 +34,7 @@ func TestParseMountArgs(t *testing.T) {
 			if c.FS.UID != uint32(os.Geteuid()) || c.FS.FileMode != 0o644 || c.FS.DirMode != 0o755 {
 				t.Errorf("ownership %d %o %o", c.FS.UID, c.FS.FileMode, c.FS.DirMode)
 			}
-			if !strings.HasPrefix(c.Cache.VolumeID, "manual-") || !strings.HasSuffix(c.CacheDir, c.Cache.VolumeID) {
+			if !strings.HasPrefix(c.VolumeID, "manual-") || c.Cache.VolumeID != c.VolumeID || !strings.HasSuffix(c.CacheDir, c.VolumeID) {
 				t.Errorf("volume %q cache dir %q", c.Cache.VolumeID, c.CacheDir)
 			}
 		}},
@@ -41,12 +45,12 @@ func TestParseMountArgs(t *testing.T) {
 			"--metadata-ttl", "-1", "--negative-metadata-ttl", "0", "--read-ahead", "0",
 			"--read-only", "--uid", "1000", "--gid", "2000", "--file-mode", "0600", "--dir-mode", "700",
 			"--allow-other", "--foreground", "--op-timeout", "5s", "--debug", "--max-parallel-fetches", "3",
-			"--disable-passthrough", "--volume-id", "vol-1",
+			"--disable-passthrough", "--volume-id", "vol-1", "--mount-options", "noexec,noatime",
 		}, func(t *testing.T, c mountConfig) {
 			want := objstore.Config{Backend: objstore.BackendGCS, Bucket: "bkt", Endpoint: "http://127.0.0.1:9000",
 				Region: "eu-west-1", PathStyle: true, RequestTimeout: 5 * time.Second}
-			if c.Store != want {
-				t.Errorf("store %+v, want %+v", c.Store, want)
+			if got := c.Spec.StoreConfig(); got != want {
+				t.Errorf("store %+v, want %+v", got, want)
 			}
 			if c.CacheDir != "/var/cache/x" || c.Cache.Capacity != 1<<30 || c.Cache.BlockSize != 1<<20 ||
 				c.Cache.MetadataTTL != -1 || c.Cache.NegativeTTL != 0 || c.Cache.MaxParallelFetches != 3 || c.Cache.VolumeID != "vol-1" {
@@ -56,12 +60,12 @@ func TestParseMountArgs(t *testing.T) {
 				c.FS.ReadAhead != -1 || c.FS.OpTimeout != 5*time.Second || !c.FS.DisablePassthrough || c.FS.MetadataTTL != -1 {
 				t.Errorf("fs %+v", c.FS)
 			}
-			if !c.Mount.AllowOther || !c.Mount.Debug || c.Mount.FsName != "basin:gs://bkt/" {
+			if !c.Mount.AllowOther || !c.Mount.Debug || c.Mount.FsName != "basin:gs://bkt/" || !c.Mount.NoExec || !c.Mount.NoAtime {
 				t.Errorf("mount %+v", c.Mount)
 			}
 		}},
 		{"fd mode needs no mountpoint", []string{"--fd", "7", "file:///data"}, func(t *testing.T, c mountConfig) {
-			if c.Mountpoint != "/dev/fd/7" || c.Store.Backend != objstore.BackendFile || c.Store.Bucket != "/data" {
+			if c.Mountpoint != "/dev/fd/7" || c.Spec.Backend != objstore.BackendFile || c.Spec.Bucket != "/data" {
 				t.Errorf("config %+v", c)
 			}
 		}},
@@ -79,22 +83,27 @@ func TestParseMountArgs(t *testing.T) {
 func TestParseMountArgsErrors(t *testing.T) {
 	mnt := t.TempDir()
 	for name, args := range map[string][]string{
-		"no arguments":        {},
-		"no mountpoint":       {"s3://b"},
-		"too many":            {"s3://b", mnt, "extra"},
-		"missing mountpoint":  {"s3://b", mnt + "/nope"},
-		"bad source":          {"ftp://b", mnt},
-		"secret in source":    {"s3://k:s@b", mnt},
-		"bad size":            {"--cache-size", "10GB", "s3://b", mnt},
-		"bad block size":      {"--cache-block-size", "1000", "s3://b", mnt},
-		"bad ttl":             {"--metadata-ttl", "-5s", "s3://b", mnt},
-		"bad mode":            {"--file-mode", "0999", "s3://b", mnt},
-		"mode too wide":       {"--dir-mode", "4755", "s3://b", mnt},
-		"bad endpoint":        {"--endpoint", "localhost:9000", "s3://b", mnt},
-		"stdio fd":            {"--fd", "1", "s3://b"},
-		"zero op timeout":     {"--op-timeout", "0s", "s3://b", mnt},
-		"unknown flag":        {"--access-key", "AKIA", "s3://b", mnt},
-		"no parallel fetches": {"--max-parallel-fetches", "0", "s3://b", mnt},
+		"no arguments":         {},
+		"no mountpoint":        {"s3://b"},
+		"too many":             {"s3://b", mnt, "extra"},
+		"missing mountpoint":   {"s3://b", mnt + "/nope"},
+		"bad source":           {"ftp://b", mnt},
+		"secret in source":     {"s3://k:s@b", mnt},
+		"bad size":             {"--cache-size", "10GB", "s3://b", mnt},
+		"bad block size":       {"--cache-block-size", "1000", "s3://b", mnt},
+		"bad ttl":              {"--metadata-ttl", "-5s", "s3://b", mnt},
+		"bad mode":             {"--file-mode", "0999", "s3://b", mnt},
+		"mode too wide":        {"--dir-mode", "4755", "s3://b", mnt},
+		"bad endpoint":         {"--endpoint", "localhost:9000", "s3://b", mnt},
+		"stdio fd":             {"--fd", "1", "s3://b"},
+		"zero op timeout":      {"--op-timeout", "0s", "s3://b", mnt},
+		"unknown flag":         {"--access-key", "AKIA", "s3://b", mnt},
+		"no parallel fetches":  {"--max-parallel-fetches", "0", "s3://b", mnt},
+		"block size too big":   {"--cache-block-size", "2Gi", "s3://b", mnt},
+		"unknown option":       {"--mount-options", "noexec,suid", "s3://b", mnt},
+		"spec file, no fd":     {"--spec-file", "/nonexistent"},
+		"spec file and flags":  {"--fd", "3", "--spec-file", "/nonexistent", "--cache-size", "1Gi"},
+		"spec file and source": {"--fd", "3", "--spec-file", "/nonexistent", "s3://b"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := parseMountArgs(args); err == nil {
@@ -129,24 +138,22 @@ func TestMountHelp(t *testing.T) {
 	}
 }
 
-// TestMountDefaultsMatchVolumeDefaults checks that `csi-driver mount` run
-// by hand and a volume without attributes get the same cache and file
-// system defaults.
-func TestMountDefaultsMatchVolumeDefaults(t *testing.T) {
-	f, a := defaultMountFlags(), volumeattr.Defaults()
-	for _, c := range []struct {
-		name          string
-		mount, volume int64
-	}{
-		{"cache size", f.cacheSize, a.CacheSize},
-		{"cache block size", f.cacheBlockSize, a.CacheBlockSize},
-		{"read-ahead", f.readAhead, a.ReadAhead},
-		{"parallel fetches", int64(f.maxParallelFetches), int64(a.MaxParallelFetches)},
-		{"metadata TTL", int64(f.metadataTTL), int64(a.MetadataTTL)},
-		{"negative metadata TTL", int64(f.negativeTTL), int64(a.NegativeMetadataTTL)},
-	} {
-		if c.mount != c.volume {
-			t.Errorf("%s: mount default %d, volume default %d", c.name, c.mount, c.volume)
-		}
+// TestSpecFileRefusesSettingsFlags: with --spec-file, the spec is the
+// file's; a settings flag beside it is an error naming the flag, and the
+// file is not read.
+func TestSpecFileRefusesSettingsFlags(t *testing.T) {
+	spec := mountspec.Default()
+	spec.Bucket = "b"
+	path, err := mountspec.WriteHandoffFile(t.TempDir()+"/h", mountspec.Handoff{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseMountArgs([]string{"--fd", "3", "--spec-file", path, "--uid", "7"})
+	if err == nil || !strings.Contains(err.Error(), "--uid") {
+		t.Errorf("parseMountArgs = %v, want an error naming --uid", err)
+	}
+	c, err := parseMountArgs([]string{"--fd", "3", "--spec-file", path, "--volume-id", "v", "--cache-dir", "/c"})
+	if err != nil || !reflect.DeepEqual(c.Spec, spec) || c.HandoffDir != filepath.Dir(path) {
+		t.Errorf("parseMountArgs = %+v, %v", c.Spec, err)
 	}
 }

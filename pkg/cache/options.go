@@ -3,6 +3,8 @@ package cache
 import (
 	"fmt"
 	"time"
+
+	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
 // Options configure one volume's cache. Zero values mean the defaults.
@@ -42,17 +44,18 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Defaults for Options' zero values.
+// Defaults for Options' zero values. Those a volume can set are a mount's
+// (internal/mountdefaults is the one place they are written).
 const (
-	DefaultBlockSize          = 4 << 20
+	DefaultBlockSize          = mountdefaults.CacheBlockSize
 	DefaultHighWatermark      = 0.95
 	DefaultLowWatermark       = 0.85
 	DefaultMinFreeRatio       = 0.05
 	DefaultSmallObjectSize    = 8 << 20
-	DefaultPartSize           = 8 << 20
-	DefaultMaxParallelFetches = 8
+	DefaultPartSize           = mountdefaults.FetchPartSize
+	DefaultMaxParallelFetches = mountdefaults.MaxParallelFetches
 
-	maxBlockSize = 1 << 30
+	maxBlockSize = mountdefaults.MaxCacheBlockSize
 	minPartSize  = 64 << 10
 )
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // supportedMode reports whether Basin serves an access mode. Basin
@@ -50,6 +52,11 @@ func checkCapability(c *csi.VolumeCapability, readOnly bool) error {
 		return errors.New("block access is not supported: Basin volumes are file systems (use volumeMode: Filesystem)")
 	case c.GetMount() == nil:
 		return errors.New("the capability has no access type; want mount")
+	}
+	if _, err := mountspec.ParseOptions(c.GetMount().GetMountFlags()); err != nil {
+		// A StorageClass's or PV's mountOptions: refused at CreateVolume
+		// already, not only when a pod mounts the volume.
+		return fmt.Errorf("volume capability mount flags (the StorageClass's or PV's mountOptions): %w", err)
 	}
 	mode := c.GetAccessMode().GetMode()
 	if !supportedMode(mode) {

@@ -49,6 +49,8 @@ func TestCreateVolumeErrors(t *testing.T) {
 		{"no name", h, &csi.CreateVolumeRequest{VolumeCapabilities: rwx(), Parameters: prefix, Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"no capabilities", h, &csi.CreateVolumeRequest{Name: "v", Parameters: prefix, Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"block", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{block}, Parameters: prefix, Secrets: s.secrets}, false, codes.InvalidArgument},
+		{"unknown StorageClass mountOptions", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{
+			groupCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "", "nfsvers=4")}, Parameters: prefix, Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"unknown parameter", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, "cachesize", "1Gi"), Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"bad quantity", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyCacheSize, "ten gigs"), Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"bad TTL", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyMetadataTTL, "90"), Secrets: s.secrets}, false, codes.InvalidArgument},

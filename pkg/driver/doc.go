@@ -18,7 +18,12 @@
 //   - node*.go: the Node service; node_reconcile.go: taking back the
 //     staged volumes after a restart, in the background while serving;
 //     node_warmup.go: the warmup attribute's background reads, ended by
-//     unstage and Close.
+//     unstage and Close. node_request.go builds a volume's mount spec
+//     (pkg/mountspec) from its attributes, access mode, mount flags (the
+//     PV's spec.mountOptions) and volume mount group (the pod's fsGroup;
+//     the node advertises VOLUME_MOUNT_GROUP): at stage and at the
+//     start-up reconcile, from what the node state recorded. A volume has
+//     one group per node; a request for another is FailedPrecondition.
 //
 // Volume IDs carry everything DeleteVolume and the node need to find a
 // volume's data (backend, bucket, prefix, region, addressing style,

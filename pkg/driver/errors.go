@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -47,6 +48,7 @@ func codeOf(err error) codes.Code {
 		{context.DeadlineExceeded, codes.DeadlineExceeded},
 		{ErrInvalidRequest, codes.InvalidArgument},
 		{volumeattr.ErrInvalid, codes.InvalidArgument},
+		{mountspec.ErrInvalid, codes.InvalidArgument},
 		{ErrMissingSecret, codes.InvalidArgument},
 		{ErrVolumeNotFound, codes.NotFound},
 		{ErrPrecondition, codes.FailedPrecondition},

@@ -237,6 +237,9 @@ func (n *Node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequ
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		// kubelet hands the pod's fsGroup to NodeStage/NodePublish
+		// instead of walking the volume to chown it (mountspec.WithMountGroup).
+		csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP,
 	} {
 		caps = append(caps, &csi.NodeServiceCapability{
 			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}},

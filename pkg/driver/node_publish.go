@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver/nodestate"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // NodePublishVolume bind-mounts the staging path on the pod's target,
@@ -53,6 +55,9 @@ func (n *Node) publishVolume(ctx context.Context, req *csi.NodePublishVolumeRequ
 	}
 	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if err := checkPublishMount(v, vc.GetMount()); err != nil {
+		return err
 	}
 	creds, err := publishCredentials(req.GetSecrets(), attrs.Backend)
 	if err != nil {
@@ -143,4 +148,21 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 	}
 	klog.InfoS("volume unpublished", "volume", id, "target", target)
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// checkPublishMount checks a publication's mount flags (checkCapability
+// validated them) and volume mount group against the staged volume v: the FUSE mount, and so the options
+// and the group, are the stage's, shared by every pod on the node.
+func checkPublishMount(v nodestate.Volume, m *csi.VolumeCapability_MountVolume) error {
+	if !slices.Equal(m.GetMountFlags(), v.MountFlags) {
+		return fmt.Errorf("%w: volume %s is staged with mount flags %q, not %q", ErrPrecondition, v.ID, v.MountFlags, m.GetMountFlags())
+	}
+	group := m.GetVolumeMountGroup()
+	if _, err := mountspec.ParseMountGroup(group); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if !sameGroup(v.MountGroup, group) {
+		return groupConflict(v.ID, v.MountGroup, group)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver/nodestate"
@@ -144,9 +145,12 @@ func (n *Node) restage(ctx context.Context, v nodestate.Volume) error {
 	if err != nil {
 		return err
 	}
-	mode := v.AccessMode
-	ro := mode == "SINGLE_NODE_READER_ONLY" || mode == "MULTI_NODE_READER_ONLY"
-	return n.mounter.Stage(ctx, n.mountRequest(v.ID, v.StagingPath, attrs, ro, creds))
+	mode := csi.VolumeCapability_AccessMode_Mode(csi.VolumeCapability_AccessMode_Mode_value[v.AccessMode])
+	spec, err := mountSpec(attrs, readerMode(mode), v.MountFlags, v.MountGroup)
+	if err != nil {
+		return err
+	}
+	return n.mounter.Stage(ctx, n.mountRequest(v.ID, v.StagingPath, spec, creds))
 }
 
 // gone reports whether path no longer exists. A mount point is not gone,

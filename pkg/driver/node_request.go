@@ -5,56 +5,47 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
-// mountRequest is the typed mount request of a volume: what the FUSE
-// process gets as flags (no secret) and credentials.
-func (n *Node) mountRequest(id, staging string, a volumeattr.Attributes, readOnly bool, creds objstore.Credentials) supervisor.Request {
+// mountSpec builds a volume's mount spec: its attributes, read-only when
+// the access mode only reads, with the volume capability's mount flags
+// (a PV's spec.mountOptions) and mount group (the pod's fsGroup, which
+// kubelet leaves to the driver since it advertises VOLUME_MOUNT_GROUP).
+// Stage, the start-up reconcile and nothing else call it, so a volume
+// taken back after a restart gets the spec it was staged with.
+func mountSpec(a volumeattr.Attributes, readOnly bool, mountFlags []string, mountGroup string) (mountspec.Spec, error) {
+	s := a.MountSpec()
+	s.ReadOnly = s.ReadOnly || readOnly
+	s, err := s.WithOptions(mountFlags)
+	if err != nil {
+		return mountspec.Spec{}, fmt.Errorf("%w: volume capability mount flags (the PV's spec.mountOptions): %w", ErrInvalidRequest, err)
+	}
+	gid, err := mountspec.ParseMountGroup(mountGroup)
+	if err != nil {
+		return mountspec.Spec{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	s = s.WithMountGroup(gid)
+	if err := s.Validate(); err != nil {
+		return mountspec.Spec{}, err
+	}
+	return s, nil
+}
+
+// mountRequest is the typed mount request of a volume.
+func (n *Node) mountRequest(id, staging string, spec mountspec.Spec, creds objstore.Credentials) supervisor.Request {
 	return supervisor.Request{
 		VolumeID:    id,
 		StagingPath: staging,
 		CacheDir:    cacheDirFor(n.cfg.CacheRoot, id),
-		Source:      a.SourceURL(),
-		Flags:       mountFlags(a),
-		ReadOnly:    readOnly || a.ReadOnly,
+		Spec:        spec,
 		Credentials: creds,
 	}
-}
-
-// mountFlags are the `csi-driver mount` flags of a's settings.
-func mountFlags(a volumeattr.Attributes) []string {
-	f := []string{
-		"--cache-size", volumeattr.FormatSize(a.CacheSize),
-		"--cache-block-size", volumeattr.FormatSize(a.CacheBlockSize),
-		"--metadata-ttl", volumeattr.FormatTTL(a.MetadataTTL),
-		"--negative-metadata-ttl", volumeattr.FormatTTL(a.NegativeMetadataTTL),
-		"--read-ahead", volumeattr.FormatSize(a.ReadAhead),
-		"--max-parallel-fetches", strconv.Itoa(a.MaxParallelFetches),
-		"--file-mode", fmt.Sprintf("%04o", uint32(a.FileMode.Perm())),
-		"--dir-mode", fmt.Sprintf("%04o", uint32(a.DirMode.Perm())),
-	}
-	if a.UID >= 0 {
-		f = append(f, "--uid", strconv.FormatInt(a.UID, 10))
-	}
-	if a.GID >= 0 {
-		f = append(f, "--gid", strconv.FormatInt(a.GID, 10))
-	}
-	if a.Endpoint != "" {
-		f = append(f, "--endpoint", a.Endpoint)
-	}
-	if a.Region != "" {
-		f = append(f, "--region", a.Region)
-	}
-	if a.PathStyle {
-		f = append(f, "--path-style")
-	}
-	return f
 }
 
 // cacheDirFor is a volume's cache directory under root. Volume IDs hold

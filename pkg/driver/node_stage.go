@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver/nodestate"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
@@ -48,21 +50,35 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
+	mode := vc.GetAccessMode().GetMode()
+	flags, group := vc.GetMount().GetMountFlags(), vc.GetMount().GetVolumeMountGroup()
+	spec, err := mountSpec(attrs, readerMode(mode), flags, group)
+	if err != nil {
+		return err
+	}
 	release, err := n.begin(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer release()
 
-	mode := vc.GetAccessMode().GetMode()
 	context := volumeattr.Encode(attrs)
 	old, staged := n.state.Get(id)
 	if staged {
 		switch {
 		case old.StagingPath != staging:
 			return fmt.Errorf("%w: volume %s is already staged at %s", ErrPrecondition, id, old.StagingPath)
-		case !maps.Equal(old.Context, context) || old.AccessMode != mode.String():
-			return fmt.Errorf("%w: volume %s is already staged with other attributes or access mode", ErrNameConflict, id)
+		case !maps.Equal(old.Context, context) || old.AccessMode != mode.String() || !slices.Equal(old.MountFlags, flags):
+			return fmt.Errorf("%w: volume %s is already staged with other attributes, access mode or mount flags", ErrNameConflict, id)
+		case !sameGroup(old.MountGroup, group):
+			return groupConflict(id, old.MountGroup, group)
+		}
+		if group == "" && old.MountGroup != "" {
+			// A request without fsGroup takes the volume as staged.
+			group = old.MountGroup
+			if spec, err = mountSpec(attrs, readerMode(mode), flags, group); err != nil {
+				return err
+			}
 		}
 		if _, err := n.mounter.Check(ctx, id); err == nil {
 			n.rotateCredentials(ctx, id, attrs.Credentials()) // a changed node-stage secret (node_rotate.go)
@@ -72,7 +88,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return fmt.Errorf("staging path: %w", err)
 	}
-	mreq := n.mountRequest(id, staging, attrs, readerMode(mode), attrs.Credentials())
+	mreq := n.mountRequest(id, staging, spec, attrs.Credentials())
 	if err := os.MkdirAll(mreq.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("cache directory: %w", err)
 	}
@@ -83,6 +99,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	}
 	err = n.state.Update(id, func(v nodestate.Volume, ok bool) (nodestate.Volume, bool, error) {
 		v.StagingPath, v.Context, v.AccessMode = staging, context, mode.String()
+		v.MountFlags, v.MountGroup = flags, group
 		return v, true, nil
 	})
 	if err != nil {
@@ -94,7 +111,8 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 		}
 		return stageError(err)
 	}
-	klog.InfoS("volume staged", "volume", id, "staging", staging, "source", mreq.Source, "readOnly", mreq.ReadOnly, "cacheDir", mreq.CacheDir)
+	klog.InfoS("volume staged", "volume", id, "staging", staging, "source", spec.SourceURL(), "readOnly", spec.Flags().ReadOnly,
+		"mountOptions", spec.MountOptions, "mountGroup", group, "cacheDir", mreq.CacheDir)
 	n.startWarmup(id, staging, attrs.Warmup) // the warmup attribute, in the background (node_warmup.go)
 	return nil
 }
@@ -104,9 +122,14 @@ func stageError(err error) error {
 	switch {
 	case errors.Is(err, supervisor.ErrConflict):
 		return fmt.Errorf("%w: %w", ErrNameConflict, err)
+	case errors.Is(err, supervisor.ErrExited) && (errors.Is(err, objstore.ErrNotFound) ||
+		errors.Is(err, objstore.ErrAccessDenied) || errors.Is(err, objstore.ErrUnavailable)):
+		// The FUSE process checked the bucket and said why it gave up
+		// (its exit code; its last output is in the message): toStatus
+		// answers NotFound, PermissionDenied or Unavailable.
+		return err
 	case errors.Is(err, supervisor.ErrExited):
-		// The FUSE process's last output (in the message) says why: a
-		// missing bucket, refused credentials...
+		// The FUSE process's last output (in the message) says why.
 		return fmt.Errorf("%w: %w", ErrPrecondition, err)
 	}
 	return err
@@ -147,4 +170,21 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	n.forget(id)
 	klog.InfoS("volume unstaged", "volume", id, "staging", staging)
 	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// sameGroup reports whether a request for volume mount group want (the
+// pod's fsGroup; "" for none) can use a volume staged with group staged.
+// One FUSE process serves every pod of a volume on a node and presents one
+// group, so a pod with another fsGroup cannot be given its own.
+func sameGroup(staged, want string) bool { return want == "" || want == staged }
+
+// groupConflict is the error of a request for another volume mount group.
+func groupConflict(id, staged, want string) error {
+	shown := staged
+	if shown == "" {
+		shown = "none"
+	}
+	return fmt.Errorf("%w: volume %s is staged on this node with volume mount group (fsGroup) %s, not %s: one FUSE process "+
+		"serves every pod of a volume on a node and presents one group; give the pods the same fsGroup, or schedule them on other nodes",
+		ErrPrecondition, id, shown, want)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/cache"
 )
 
@@ -40,18 +41,13 @@ type Config struct {
 	DisablePassthrough bool
 }
 
-// Defaults for Config's zero values.
+// Defaults for Config's zero values: a mount's (internal/mountdefaults is
+// the one place they are written).
 const (
-	DefaultFileMode os.FileMode = 0o644
-	DefaultDirMode  os.FileMode = 0o755
-	// DefaultReadAhead is twice what the cache's parallel fetches hold in
-	// flight (128 MiB), so that parts fetched and waiting for the reader do
-	// not take the window from the next fetches: behind a WAN emulator a
-	// cold 2 GiB read reached 0.78–0.80 of a parallel ranged-GET download
-	// with a window of 64 MiB and 0.91–0.92 with 128 or 256 MiB
-	// (bench/cmd/coldread).
-	DefaultReadAhead int64 = 2 * cache.DefaultMaxParallelFetches * cache.DefaultPartSize
-	DefaultOpTimeout       = 60 * time.Second
+	DefaultFileMode  os.FileMode = mountdefaults.FileMode
+	DefaultDirMode   os.FileMode = mountdefaults.DirMode
+	DefaultReadAhead int64       = mountdefaults.ReadAhead
+	DefaultOpTimeout             = mountdefaults.OpTimeout
 	// MinPrefetch is the first prefetch window of a sequential reader: two
 	// of the cache's ranged GETs, so that a cold reader does not spend its
 	// first round trips ramping up (pkg/cache BenchmarkColdSequential).
@@ -120,6 +116,10 @@ type MountOptions struct {
 	FsName string
 	// Debug logs every FUSE request and reply.
 	Debug bool
+	// NoExec and NoAtime are the noexec and noatime mount flags (nosuid
+	// and nodev are always set). In fd mode the caller's mount(2) set
+	// the flags and these are ignored.
+	NoExec, NoAtime bool
 	// Session makes an fd-mode mount resumable by a successor process
 	// (see resume.go); zero for plain mounts.
 	Session SessionOptions

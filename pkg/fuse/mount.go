@@ -95,6 +95,14 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	if f.cfg.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
 	}
+	// go-fuse's direct mount passes flags, not option strings, for these.
+	mo.DirectMountFlags = unix.MS_NOSUID | unix.MS_NODEV
+	if opts.NoExec {
+		mo.DirectMountFlags |= unix.MS_NOEXEC
+	}
+	if opts.NoAtime {
+		mo.DirectMountFlags |= unix.MS_NOATIME
+	}
 	// go-fuse's own warnings (e.g. a splice fallback, once per read of
 	// a resumed session) go to klog at -v=2; every request with Debug.
 	mo.Logger = log.New(klogWriter{level: 2}, "", 0)

@@ -1,8 +1,14 @@
 // Package supervisor runs the per-volume FUSE processes of the CSI node
 // plugin and keeps their mounts alive. It never imports pkg/cache or
-// pkg/fuse: a FUSE process is `csi-driver mount --fd 3 ...`, started
-// through a ProcessRunner (fakeable) and handed a /dev/fuse descriptor on
-// which the Manager itself called mount(2) (Kernel, fakeable).
+// pkg/fuse: a FUSE process is `csi-driver mount --fd 3 --spec-file F ...`,
+// started through a ProcessRunner (fakeable), handed a /dev/fuse
+// descriptor on which the Manager itself called mount(2) with the spec's
+// mount flags (Kernel, fakeable) and, in a 0600 hand-off file, the
+// volume's mount spec and credentials (pkg/mountspec). Every process
+// started for a volume (stage, heal, takeover) gets the same spec: a
+// Request is constant while the volume is staged. A process that gives up
+// before serving fails Stage with ErrExited, wrapping the objstore
+// sentinel its exit code stands for and quoting its last output lines.
 //
 // Layout:
 //   - runner.go: ProcessRunner, Process and the os/exec runner.
@@ -14,9 +20,9 @@
 //     volume.go: one supervised volume and its start sequence;
 //     watchdog.go: noticing death (child exit at once, a hung or broken
 //     mount by a periodic stat under a timeout) and healing it.
-//   - credentials.go: the 0600 credentials file handed to a child;
-//     rotate.go: new credentials for a running child (rotation file,
-//     SIGHUP, ack file), without a remount.
+//   - credentials.go: the credentials format and file checks of the
+//     rotation files; rotate.go: new credentials for a running child
+//     (rotation file, SIGHUP, ack file), without a remount.
 //   - errors.go: the sentinel errors.
 //   - logs.go: the child's stderr prefixed with the volume ID into klog
 //     and a ring buffer of its last lines for error messages.

@@ -20,7 +20,7 @@ var (
 	ErrConflict = errors.New("supervisor: volume staged differently")
 	// ErrClosed: the Manager was closed.
 	ErrClosed = errors.New("supervisor: manager closed")
-	// ErrCredentialsFile: a credentials file is not what the writer
+	// ErrCredentialsFile: a rotation or ack file is not what the writer
 	// makes (mode, owner, type).
 	ErrCredentialsFile = errors.New("supervisor: unsafe credentials file")
 )

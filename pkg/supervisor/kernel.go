@@ -13,15 +13,16 @@ import (
 	mountutils "k8s.io/mount-utils"
 
 	"github.com/basin-csi/basin/internal/bdi"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // Kernel is the mount side of the supervisor. Every method that may touch
 // a FUSE mount returns when ctx ends, even if the mount does not answer.
 type Kernel interface {
 	// MountFUSE opens /dev/fuse and mounts it on target (an existing
-	// directory); the returned descriptor serves the mount. fsName shows
-	// in /proc/mounts.
-	MountFUSE(ctx context.Context, target, fsName string, readOnly bool) (*os.File, error)
+	// directory) with flags (and always nosuid, nodev); the returned
+	// descriptor serves the mount. fsName shows in /proc/mounts.
+	MountFUSE(ctx context.Context, target, fsName string, flags mountspec.Flags) (*os.File, error)
 	// Unmount unmounts target, lazily (MNT_DETACH) when it is busy or
 	// broken. Nothing mounted there is success.
 	Unmount(ctx context.Context, target string) error
@@ -30,7 +31,8 @@ type Kernel interface {
 	// FUSE mount it waits until the FUSE process answered INIT.
 	Check(ctx context.Context, target string) error
 	// Bind bind-mounts source on target (read-only if asked), replacing
-	// whatever is mounted on target.
+	// whatever is mounted on target. The bind keeps the source's
+	// per-mount flags (nosuid, nodev, noexec, noatime).
 	Bind(ctx context.Context, source, target string, readOnly bool) error
 	// Statfs reports the file system of path.
 	Statfs(ctx context.Context, path string) (unix.Statfs_t, error)
@@ -65,7 +67,7 @@ func NewLinuxKernel() *LinuxKernel {
 }
 
 // MountFUSE implements Kernel.
-func (k *LinuxKernel) MountFUSE(ctx context.Context, target, fsName string, readOnly bool) (*os.File, error) {
+func (k *LinuxKernel) MountFUSE(ctx context.Context, target, fsName string, mf mountspec.Flags) (*os.File, error) {
 	dev, err := os.OpenFile(fuseDevice, os.O_RDWR, 0) // O_CLOEXEC: only the child we hand it to gets it
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: open %s: %w", fuseDevice, err)
@@ -73,8 +75,14 @@ func (k *LinuxKernel) MountFUSE(ctx context.Context, target, fsName string, read
 	data := fmt.Sprintf("fd=%d,rootmode=40000,user_id=%d,group_id=%d,allow_other,default_permissions,max_read=%d",
 		dev.Fd(), os.Geteuid(), os.Getegid(), fuseMaxRead)
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-	if readOnly {
+	if mf.ReadOnly {
 		flags |= unix.MS_RDONLY
+	}
+	if mf.NoExec {
+		flags |= unix.MS_NOEXEC
+	}
+	if mf.NoAtime {
+		flags |= unix.MS_NOATIME
 	}
 	// The target is a plain directory (stale mounts were removed first),
 	// so mount(2) never waits for a FUSE server; the bound is for safety.
@@ -145,6 +153,8 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 	// mount(2) resolves the source path, which asks the FUSE process. A
 	// read-only bind takes a second call: MS_RDONLY is ignored on the
 	// first, so the new bind is remounted read-only (as mount(8) does).
+	// The remount sets every per-mount flag anew: the ones the bind
+	// inherited (nosuid, nodev, noexec, noatime) are named again.
 	err := within(ctx, "bind "+target, func() error {
 		if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
 			return err
@@ -152,7 +162,8 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 		if !readOnly {
 			return nil
 		}
-		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		flags := unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | perMountFlags(source)
+		if err := unix.Mount("", target, "", flags, ""); err != nil {
 			_ = unix.Unmount(target, unix.MNT_DETACH)
 			return fmt.Errorf("remount read-only: %w", err)
 		}
@@ -162,6 +173,31 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 		return fmt.Errorf("supervisor: bind %s on %s: %w", source, target, err)
 	}
 	return nil
+}
+
+// perMountFlags returns the per-mount flags of the mount on path that a
+// remount must repeat to keep them (0 when path is no mount point).
+func perMountFlags(path string) uintptr {
+	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	if err != nil {
+		return 0
+	}
+	bits := map[string]uintptr{
+		"nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV, "noexec": unix.MS_NOEXEC,
+		"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME,
+	}
+	path = filepath.Clean(path)
+	var flags uintptr
+	for _, mi := range infos {
+		if mi.MountPoint != path {
+			continue
+		}
+		flags = 0 // the last mount on path is the visible one
+		for _, o := range mi.MountOptions {
+			flags |= bits[o]
+		}
+	}
+	return flags
 }
 
 // Statfs implements Kernel.

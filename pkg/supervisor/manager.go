@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/basin-csi/basin/internal/bdi"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -22,22 +23,18 @@ type Request struct {
 	StagingPath string
 	// CacheDir is the volume's cache directory on this node.
 	CacheDir string
-	// Source is the SOURCE argument of `csi-driver mount` (no secret).
-	Source string
-	// Flags are further `csi-driver mount` flags (no secret; without
-	// --fd, --cache-dir, --volume-id and credentials, which the Manager
-	// adds).
-	Flags []string
-	// ReadOnly mounts the staging path read-only.
-	ReadOnly bool
-	// Credentials reach the child through a 0600 file, never argv.
+	// Spec is the mount (no secret). It reaches the child, with
+	// Credentials, in a 0600 hand-off file, never in argv; its mount
+	// flags (read-only, noexec, noatime) are the staging mount's.
+	Spec mountspec.Spec
+	// Credentials are the store's credentials (zero: the default chain).
 	Credentials objstore.Credentials
 }
 
 // same reports whether r and o stage the same mount.
 func (r Request) same(o Request) bool {
 	return r.VolumeID == o.VolumeID && r.StagingPath == o.StagingPath && r.CacheDir == o.CacheDir &&
-		r.Source == o.Source && slices.Equal(r.Flags, o.Flags) && r.ReadOnly == o.ReadOnly
+		reflect.DeepEqual(r.Spec, o.Spec)
 }
 
 // Bind is a published target of a volume: a bind mount of the staging
@@ -85,7 +82,8 @@ type Config struct {
 	// Reaper stops FUSE processes left by an earlier node plugin before a
 	// volume is (re)mounted; nil skips it (tests with fakes).
 	Reaper Reaper
-	// CredentialsDir is a 0700 directory for credentials handoff files.
+	// CredentialsDir is a 0700 directory for the hand-off files
+	// (mountspec.WriteHandoffFile) and credential rotation files.
 	CredentialsDir string
 	// Env is the environment of the FUSE processes (os.Environ() when
 	// nil).
@@ -205,7 +203,7 @@ func (m *Manager) Stage(ctx context.Context, req Request) error {
 	case v != nil && v.req.same(req):
 		return nil
 	case v != nil:
-		return fmt.Errorf("%w: %s is staged at %s from %s", ErrConflict, req.VolumeID, v.req.StagingPath, v.req.Source)
+		return fmt.Errorf("%w: %s is staged at %s from %s", ErrConflict, req.VolumeID, v.req.StagingPath, v.req.Spec.SourceURL())
 	}
 	v = newVolume(req, m.cfg.LogLines)
 	if err := m.start(ctx, v, true); err != nil {

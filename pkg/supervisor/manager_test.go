@@ -3,8 +3,10 @@ package supervisor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/bdi"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 	"github.com/basin-csi/basin/pkg/supervisor/supervisortest"
@@ -57,9 +60,11 @@ func newFixture(t *testing.T, opts ...func(*supervisor.Config)) *fixture {
 }
 
 func request() supervisor.Request {
+	spec := mountspec.Default()
+	spec.Bucket, spec.Prefix, spec.CacheSize = "bucket", "vol/", 1<<30
 	return supervisor.Request{
 		VolumeID: "s3/1pds/r/fp/bucket/vol/", StagingPath: "/staging", CacheDir: "/cache/v",
-		Source: "s3://bucket/vol/", Flags: []string{"--cache-size", "1Gi"},
+		Spec:        spec,
 		Credentials: objstore.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "very-secret-key"},
 	}
 }
@@ -87,16 +92,25 @@ func TestStageStartsServingProcess(t *testing.T) {
 		t.Fatal("no process started")
 	}
 	args := p.Spec.Args
-	for _, want := range [][]string{{"mount", "--fd", "3"}, {"--cache-dir", "/cache/v"}, {"--volume-id", req.VolumeID}, {"--cache-size", "1Gi"}} {
+	for _, want := range [][]string{{"mount", "--fd", "3"}, {"--cache-dir", "/cache/v"}, {"--volume-id", req.VolumeID}} {
 		if !containsRun(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	if args[len(args)-1] != req.Source {
-		t.Errorf("last arg %q, want the source", args[len(args)-1])
-	}
 	if strings.Contains(strings.Join(args, " "), "very-secret-key") {
 		t.Error("a secret is in argv")
+	}
+	// The spec and the credentials reach the child in the hand-off file.
+	i := slices.Index(args, "--spec-file")
+	if i < 0 || i+1 >= len(args) {
+		t.Fatalf("args %q lack --spec-file", args)
+	}
+	h, err := mountspec.ReadHandoffFile(args[i+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(h.Spec, req.Spec) || !h.Credentials.Equal(req.Credentials) {
+		t.Errorf("hand-off %+v, want the request's spec and credentials", h.Spec)
 	}
 	if len(p.Spec.ExtraFiles) != 1 {
 		t.Errorf("%d extra files, want the FUSE descriptor", len(p.Spec.ExtraFiles))
@@ -334,5 +348,39 @@ func TestUnstage(t *testing.T) {
 	time.Sleep(60 * time.Millisecond) // several watchdog periods: no heal of an unstaged volume
 	if n := len(f.runner.Started()); n != 1 {
 		t.Errorf("%d processes started, want 1", n)
+	}
+}
+
+// exitStatus is a Wait error with an exit code, like *exec.ExitError.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func (e exitStatus) ExitCode() int { return int(e) }
+
+// TestStageFailureNamesTheCause: a child that gives up before serving with
+// one of mountspec's exit codes fails Stage with the objstore sentinel the
+// code stands for, so the driver can answer NotFound, PermissionDenied or
+// Unavailable.
+func TestStageFailureNamesTheCause(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		want error
+	}{
+		{mountspec.ExitNotFound, objstore.ErrNotFound},
+		{mountspec.ExitAccessDenied, objstore.ErrAccessDenied},
+		{mountspec.ExitUnavailable, objstore.ErrUnavailable},
+	} {
+		t.Run(tc.want.Error(), func(t *testing.T) {
+			f := newFixture(t)
+			f.runner.OnStart = func(p *supervisortest.Process) error {
+				f.kernel.SetHealth("/staging", supervisortest.Hung)
+				go p.Exit(exitStatus(tc.code))
+				return nil
+			}
+			err := f.m.Stage(t.Context(), request())
+			if !errors.Is(err, supervisor.ErrExited) || !errors.Is(err, tc.want) {
+				t.Errorf("Stage: %v, want ErrExited and %v", err, tc.want)
+			}
+		})
 	}
 }

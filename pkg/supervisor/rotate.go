@@ -24,8 +24,8 @@ import (
 // Credential rotation: how new credentials reach a running FUSE process
 // without a remount.
 //
-// A FUSE process gets its credentials at start from a handoff file that
-// it deletes (WriteCredentialsFile). When a volume's secret changes, the
+// A FUSE process gets its credentials at start from its hand-off file,
+// which it deletes (mountspec.WriteHandoffFile). When a volume's secret changes, the
 // Manager writes the new credentials to the volume's rotation file in
 // Config.CredentialsDir (0600, atomically, named by a hash of the volume
 // ID) and sends the process SIGHUP; the process reads the file, switches
@@ -42,7 +42,7 @@ import (
 // ForgetCredentials removes both files when the volume is unstaged.
 
 // ErrNotRotatable: the volume was staged without credentials (the backend's
-// default chain); its FUSE process has no credentials file to take new
+// default chain); its FUSE process has no credentials to take new
 // ones from, and picks up a secret only at its next stage.
 var ErrNotRotatable = errors.New("supervisor: volume staged without credentials cannot switch to new ones")
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 	"github.com/basin-csi/basin/pkg/supervisor/supervisortest"
@@ -54,15 +55,13 @@ func newRotationFixture(t *testing.T) *rotationFixture {
 // rotation; then serve SIGHUPs.
 func (f *rotationFixture) start(p *supervisortest.Process) error {
 	args := p.Spec.Args
-	i := slices.Index(args, "--credentials-file")
+	i := slices.Index(args, "--spec-file")
 	id := args[slices.Index(args, "--volume-id")+1]
-	var base objstore.Credentials
-	if i >= 0 {
-		var err error
-		if base, err = supervisor.ReadCredentialsFile(args[i+1]); err != nil {
-			return err
-		}
+	h, err := mountspec.ReadHandoffFile(args[i+1])
+	if err != nil {
+		return err
 	}
+	base := h.Credentials
 	use := func() error {
 		c, gen, ok, err := supervisor.ReadRotation(f.dir, id, base)
 		if err != nil || !ok {

@@ -77,16 +77,32 @@ func (ExecRunner) Start(ctx context.Context, spec ProcessSpec) (Process, error) 
 		}
 		return nil, fmt.Errorf("supervisor: start %s: %w", spec.Path, err)
 	}
+	p := execProcess{cmd: cmd, drained: make(chan struct{})}
 	if pr != nil {
 		go func() {
+			defer close(p.drained)
 			defer func() { _ = pr.Close() }()
 			_, _ = io.Copy(spec.Output, pr)
 		}()
+	} else {
+		close(p.drained)
 	}
-	return execProcess{cmd}, nil
+	return p, nil
 }
 
-type execProcess struct{ cmd *exec.Cmd }
+// outputDrainer is a Process whose output is copied in the background:
+// Drained is closed once all of it reached ProcessSpec.Output (at the
+// child's exit, unless a grandchild holds the pipe open).
+type outputDrainer interface {
+	Drained() <-chan struct{}
+}
+
+type execProcess struct {
+	cmd     *exec.Cmd
+	drained chan struct{}
+}
+
+func (p execProcess) Drained() <-chan struct{} { return p.drained }
 
 func (p execProcess) Pid() int                   { return p.cmd.Process.Pid }
 func (p execProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }

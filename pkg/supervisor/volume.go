@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // volume is one supervised volume.
@@ -123,7 +125,7 @@ func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) 
 	if err := m.cfg.Kernel.Unmount(ctx, req.StagingPath); err != nil {
 		return err
 	}
-	fd, err := m.cfg.Kernel.MountFUSE(ctx, req.StagingPath, "basin:"+req.Source, req.ReadOnly)
+	fd, err := m.cfg.Kernel.MountFUSE(ctx, req.StagingPath, "basin:"+req.Spec.SourceURL(), req.Spec.Flags())
 	if err != nil {
 		return err
 	}
@@ -178,7 +180,7 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 	if err != nil {
 		return err
 	}
-	// The child reads and deletes its credentials file as it starts; we
+	// The child reads and deletes its hand-off file as it starts; we
 	// remove what it left only once it has exited (or never started), since
 	// readiness can be seen before a slow child has read the file.
 	proc, err := m.cfg.Runner.Start(ctx, spec)
@@ -196,7 +198,14 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 	}
 	select {
 	case <-c.exited: // also when it answered and died at once
-		err = fmt.Errorf("%w before serving (%v)", ErrExited, c.err)
+		err = exitError(c.err)
+		// Its last words say why: let them reach the log first.
+		if d, ok := proc.(outputDrainer); ok {
+			select {
+			case <-d.Drained():
+			case <-time.After(drainTimeout):
+			}
+		}
 	default:
 	}
 	if err != nil {
@@ -210,6 +219,9 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume)
 	return nil
 }
+
+// drainTimeout bounds the wait for a dead child's last output.
+const drainTimeout = time.Second
 
 // newSessionID names a new kernel connection.
 func newSessionID() string {
@@ -252,35 +264,39 @@ func (m *Manager) teardown(ctx context.Context, v *volume) error {
 }
 
 // processSpec builds the command line of req's FUSE process, serving fd
-// as descriptor 3. cleanup removes handoff files the child did not.
+// as descriptor 3: identity and session flags only; the mount spec and the
+// credentials go in a hand-off file the child reads and deletes. cleanup
+// removes the file if the child did not.
 func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog, session string, resume bool) (spec ProcessSpec, cleanup func(), err error) {
+	path, err := mountspec.WriteHandoffFile(m.cfg.CredentialsDir, mountspec.Handoff{Spec: req.Spec, Credentials: req.Credentials})
+	if err != nil {
+		return ProcessSpec{}, nil, err
+	}
+	cleanup = func() {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			klog.ErrorS(err, "removing a hand-off file", "volume", req.VolumeID)
+		}
+	}
+	// --cache-dir stays in argv: ReapProcs finds left-over processes by it.
 	args := []string{"mount", "--fd", "3", "--volume-id", req.VolumeID, "--cache-dir", req.CacheDir, "--session", session}
 	if resume {
 		args = append(args, "--resume")
 	}
-	if req.ReadOnly {
-		args = append(args, "--read-only")
-	}
-	args = append(args, req.Flags...)
+	args = append(args, "--spec-file", path)
 	env := append([]string(nil), m.cfg.Env...)
-	var files []string
-	cleanup = func() {
-		for _, f := range files {
-			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-				klog.ErrorS(err, "removing a credentials file", "volume", req.VolumeID)
-			}
-		}
-	}
-	// Credentials never go in argv or the environment: a 0600 file that
-	// the child reads and deletes at start.
-	if c := req.Credentials; !c.IsZero() {
-		path, err := WriteCredentialsFile(m.cfg.CredentialsDir, c)
-		if err != nil {
-			return ProcessSpec{}, nil, err
-		}
-		files = append(files, path)
-		args = append(args, "--credentials-file", path)
-	}
-	args = append(args, req.Source)
 	return ProcessSpec{Path: m.cfg.Binary, Args: args, Env: env, ExtraFiles: []*os.File{fd}, Output: out}, cleanup, nil
+}
+
+// exitError describes a child's exit before it served (waitErr is its
+// Wait's result): ErrExited, and the objstore sentinel its exit code
+// stands for (a missing bucket, refused credentials, an unreachable
+// store; mountspec.ExitError).
+func exitError(waitErr error) error {
+	var coded interface{ ExitCode() int }
+	if errors.As(waitErr, &coded) {
+		if cause := mountspec.ExitError(coded.ExitCode()); cause != nil {
+			return fmt.Errorf("%w before serving (%w)", ErrExited, cause)
+		}
+	}
+	return fmt.Errorf("%w before serving (%v)", ErrExited, waitErr)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
 	"github.com/basin-csi/basin/pkg/supervisor"
@@ -104,12 +106,15 @@ func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := mountspec.Default()
+	spec.Bucket, spec.Endpoint, spec.Region, spec.PathStyle = r.name, r.srv.Endpoint, r.srv.Region, true
+	spec.ReadOnly, spec.MetadataTTL = true, time.Hour
+	if spec.CacheSize, err = volumeattr.ParseSize(cacheSize); err != nil {
+		t.Fatal(err)
+	}
 	r.req = supervisor.Request{
 		VolumeID: "chaos", StagingPath: r.staging, CacheDir: r.cache,
-		Source: "s3://" + r.name,
-		Flags: []string{"--endpoint", r.srv.Endpoint, "--region", r.srv.Region, "--path-style",
-			"--cache-size", cacheSize, "--read-only", "--metadata-ttl", "1h"},
-		ReadOnly:    true,
+		Spec:        spec,
 		Credentials: r.creds,
 	}
 	t.Cleanup(func() {

@@ -1,6 +1,8 @@
 // Package nodestate is the CSI node plugin's memory across restarts: the
-// volumes staged on this node, their volume context (never a secret), and
-// the targets each is published to. It is one JSON file, rewritten
+// volumes staged on this node, their volume context (never a secret),
+// access mode, mount flags and volume mount group (what the node plugin
+// builds a volume's mount spec from, so that a restarted one builds the
+// same), and the targets each is published to. It is one JSON file, rewritten
 // atomically on every change (temp file, fsync, rename, directory fsync),
 // so a crash leaves either the old or the new state, never a torn one.
 //

@@ -35,6 +35,12 @@ type Volume struct {
 	Context map[string]string `json:"context"`
 	// AccessMode is the CSI access mode name it was staged with.
 	AccessMode string `json:"accessMode,omitempty"`
+	// MountFlags are the volume capability's mount flags (the PV's
+	// spec.mountOptions) it was staged with.
+	MountFlags []string `json:"mountFlags,omitempty"`
+	// MountGroup is the volume mount group (the pod's fsGroup) it was
+	// staged with; "" for none.
+	MountGroup string `json:"mountGroup,omitempty"`
 	// Targets are the published targets by path.
 	Targets map[string]Target `json:"targets,omitempty"`
 }
@@ -42,6 +48,7 @@ type Volume struct {
 // clone deep-copies v.
 func (v Volume) clone() Volume {
 	v.Context = maps.Clone(v.Context)
+	v.MountFlags = slices.Clone(v.MountFlags)
 	v.Targets = maps.Clone(v.Targets)
 	return v
 }

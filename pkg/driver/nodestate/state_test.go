@@ -21,7 +21,8 @@ func TestReopenRoundTrip(t *testing.T) {
 		if ok {
 			t.Error("a new store has a record")
 		}
-		return Volume{StagingPath: "/staging", Context: map[string]string{"bucket": "b"}, AccessMode: "MULTI_NODE_MULTI_WRITER"}, true, nil
+		return Volume{StagingPath: "/staging", Context: map[string]string{"bucket": "b"}, AccessMode: "MULTI_NODE_MULTI_WRITER",
+			MountFlags: []string{"noexec"}, MountGroup: "4243"}, true, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,8 @@ func TestReopenRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, ok := s2.Get(id)
-	if !ok || v.ID != id || v.StagingPath != "/staging" || v.Context["bucket"] != "b" || !v.Targets["/pod/a"].ReadOnly {
+	if !ok || v.ID != id || v.StagingPath != "/staging" || v.Context["bucket"] != "b" || !v.Targets["/pod/a"].ReadOnly ||
+		len(v.MountFlags) != 1 || v.MountFlags[0] != "noexec" || v.MountGroup != "4243" {
 		t.Errorf("reopened record = %+v, %v", v, ok)
 	}
 	// Deleting persists too; no temp file is left.

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
+	"slices"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -15,7 +16,7 @@ var ErrInvalid = errors.New("volumeattr: invalid volume attributes")
 
 // Forever is the TTL value "-1": cached metadata never expires (immutable
 // data sets).
-const Forever time.Duration = -1
+const Forever = mountspec.Forever
 
 // Provisioning is how CreateVolume makes a volume.
 type Provisioning string
@@ -42,32 +43,21 @@ const (
 	ReclaimRetain Reclaim = "retain"
 )
 
-// Defaults of the attributes a StorageClass or PV leaves out. They match
-// the defaults of `csi-driver mount`.
-const (
-	DefaultBackend             = objstore.BackendS3
-	DefaultCacheSize           = 10 << 30
-	DefaultCacheBlockSize      = 4 << 20
-	DefaultMetadataTTL         = time.Minute
-	DefaultNegativeMetadataTTL = 5 * time.Second
-	DefaultReadAhead           = 128 << 20 // = pkg/fuse.DefaultReadAhead (cmd/csi-driver tests it)
-	DefaultMaxParallelFetches  = 8
-	DefaultFileMode            = os.FileMode(0o644)
-	DefaultDirMode             = os.FileMode(0o755)
-	DefaultReclaim             = ReclaimDelete
-)
+// DefaultReclaim is what DeleteVolume does unless the StorageClass says.
+// Every other default is mountspec.Default's.
+const DefaultReclaim = ReclaimDelete
 
-// Limits checked by Parse.
+// Limits checked by Parse (those of a mount are mountspec's).
 const (
-	minBlockSize          = 4 << 10
-	maxBlockSize          = 1 << 30
-	maxParallelFetches    = 1024
-	maxID                 = 1<<32 - 2
-	maxModeBits           = 0o777
+	minBlockSize          = mountspec.MinCacheBlockSize
+	maxBlockSize          = mountspec.MaxCacheBlockSize
+	maxParallelFetches    = mountspec.MaxParallelFetches
+	maxID                 = mountspec.MaxID
+	maxModeBits           = mountspec.ModeBits
 	maxRegionLen          = 64
 	maxBucketLen          = 255 // S3 legacy names; checked per backend
 	maxPrefixLen          = 512
-	maxMountOptionsLength = 1024
+	maxMountOptionsLength = mountspec.MaxMountOptionsLength
 )
 
 // Attributes are the typed volume attributes. The zero value is not valid;
@@ -99,8 +89,8 @@ type Attributes struct {
 	UID, GID          int64 // -1: unset (the FUSE process's own)
 	FileMode, DirMode os.FileMode
 	ReadOnly          bool
-	// MountOptions are extra FUSE mount options, without commas or spaces.
-	// nil when there are none.
+	// MountOptions are accepted mount options (mountspec.ParseOptions),
+	// without duplicates. nil when there are none.
 	MountOptions []string
 	// Warmup are the paths inside the volume (relative, without leading
 	// or trailing "/"; WarmupAll for the whole volume) read in the
@@ -115,22 +105,23 @@ type Attributes struct {
 	Secrets Secrets
 }
 
-// Defaults returns the attributes of an empty parameter map, except
-// Provisioning, which Parse derives from Bucket (prefix when a bucket is
-// given, bucket otherwise).
+// Defaults returns the attributes of an empty parameter map (those of a
+// mount are mountspec.Default's), except Provisioning, which Parse derives
+// from Bucket (prefix when a bucket is given, bucket otherwise).
 func Defaults() Attributes {
+	d := mountspec.Default()
 	return Attributes{
-		Backend:             DefaultBackend,
-		CacheSize:           DefaultCacheSize,
-		CacheBlockSize:      DefaultCacheBlockSize,
-		MetadataTTL:         DefaultMetadataTTL,
-		NegativeMetadataTTL: DefaultNegativeMetadataTTL,
-		ReadAhead:           DefaultReadAhead,
-		MaxParallelFetches:  DefaultMaxParallelFetches,
-		UID:                 -1,
-		GID:                 -1,
-		FileMode:            DefaultFileMode,
-		DirMode:             DefaultDirMode,
+		Backend:             d.Backend,
+		CacheSize:           d.CacheSize,
+		CacheBlockSize:      d.CacheBlockSize,
+		MetadataTTL:         d.MetadataTTL,
+		NegativeMetadataTTL: d.NegativeMetadataTTL,
+		ReadAhead:           d.ReadAhead,
+		MaxParallelFetches:  d.MaxParallelFetches,
+		UID:                 d.UID,
+		GID:                 d.GID,
+		FileMode:            d.FileMode,
+		DirMode:             d.DirMode,
 		Reclaim:             DefaultReclaim,
 	}
 }
@@ -162,15 +153,27 @@ func (a Attributes) StoreConfig() objstore.Config {
 // (no credential in the secret) selects the backend's default chain.
 func (a Attributes) Credentials() objstore.Credentials { return a.Secrets.Credentials() }
 
-// SourceURL is the SOURCE argument of `csi-driver mount` for a's bucket and
-// prefix: s3://bucket/prefix, oss://..., gs://..., or file:///dir/prefix
-// (for the file backend a prefix is a subdirectory).
-func (a Attributes) SourceURL() string {
-	switch a.Backend {
-	case objstore.BackendFile:
-		return "file://" + path.Join(a.Bucket, a.Prefix)
-	case objstore.BackendGCS:
-		return "gs://" + a.Bucket + "/" + a.Prefix
+// MountSpec is the spec of a mount of a's bucket and prefix with a's
+// settings; the node plugin adds what the volume capability asks for
+// (mountspec.Spec.WithOptions, WithMountGroup) and validates it. Every
+// attribute that matters to a mount lands here (attributes_test.go holds
+// it to that); Warmup is the node plugin's own, Provisioning and Reclaim
+// the controller's, Secrets travel beside the spec.
+func (a Attributes) MountSpec() mountspec.Spec {
+	s := mountspec.Default()
+	s.Backend, s.Bucket, s.Prefix = a.Backend, a.Bucket, a.Prefix
+	s.Endpoint, s.Region, s.PathStyle, s.Project = a.Endpoint, a.Region, a.PathStyle, a.Project
+	s.CacheSize, s.CacheBlockSize = a.CacheSize, a.CacheBlockSize
+	s.MetadataTTL, s.NegativeMetadataTTL = a.MetadataTTL, a.NegativeMetadataTTL
+	s.ReadAhead, s.MaxParallelFetches = a.ReadAhead, a.MaxParallelFetches
+	s.UID, s.GID, s.FileMode, s.DirMode = a.UID, a.GID, a.FileMode, a.DirMode
+	s.ReadOnly = a.ReadOnly
+	s.MountOptions = slices.Clone(a.MountOptions)
+	if slices.Contains(s.MountOptions, "ro") {
+		s.ReadOnly = true
 	}
-	return string(a.Backend) + "://" + a.Bucket + "/" + a.Prefix
+	return s
 }
+
+// SourceURL names a's bucket and prefix (mountspec.Spec.SourceURL).
+func (a Attributes) SourceURL() string { return a.MountSpec().SourceURL() }

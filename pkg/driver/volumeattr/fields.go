@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -118,34 +119,12 @@ func parseMountOptions(a *Attributes, v string) error {
 	if len(v) > maxMountOptionsLength {
 		return fmt.Errorf("longer than %d bytes", maxMountOptionsLength)
 	}
-	var opts []string
-	for o := range strings.SplitSeq(v, ",") {
-		o = strings.TrimSpace(o)
-		if o == "" {
-			continue
-		}
-		if !validMountOption(o) {
-			return fmt.Errorf("option %q: want name or name=value of letters, digits and _.-=:/+@", o)
-		}
-		opts = append(opts, o)
+	opts, err := mountspec.ParseOptions(strings.Split(v, ","))
+	if err != nil {
+		return err
 	}
 	a.MountOptions = opts
 	return nil
-}
-
-// validMountOption accepts "name" or "name=value" made of a conservative
-// character set: nothing a shell, a comma-separated list or an option
-// parser could split.
-func validMountOption(o string) bool {
-	for i, r := range o {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
-		case i > 0 && strings.ContainsRune(".-=:/+@", r):
-		default:
-			return false
-		}
-	}
-	return o != ""
 }
 
 // boolField parses strconv.ParseBool's forms and formats "true"/"false".
@@ -284,7 +263,7 @@ func modeField(key string, p func(*Attributes) *os.FileMode) field {
 	return field{key,
 		func(a *Attributes, v string) error {
 			n, err := strconv.ParseUint(v, 8, 32)
-			if err != nil || n > maxModeBits {
+			if err != nil || n > uint64(maxModeBits) {
 				return fmt.Errorf("%q: want octal permission bits up to 0777, such as 0644", v)
 			}
 			*p(a) = os.FileMode(n)

@@ -14,7 +14,7 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add("bucket=b12\ncacheSize=10Gi\nmetadataTTL=-1\n--\naccessKeyID=AK\nsecretAccessKey=SECRETVALUE")
 	f.Add("backend=gcs\nbucket=b12\nproject=p\nprefix=a/b\n--\ngcsCredentialsJSON={}")
-	f.Add("backend=file\nbucket=/srv/d\nreclaim=retain\nmountOptions=debug,ro\nwarmup=/train/, val/x.csv,/")
+	f.Add("backend=file\nbucket=/srv/d\nreclaim=retain\nmountOptions=noexec,ro\nwarmup=/train/, val/x.csv,/")
 	f.Add("backend=oss\nregion=oss-cn-hangzhou\nreadAhead=1.5Mi\nuid=1000\nfileMode=0640\n--\nendpoint=https://oss.example.com")
 	f.Add("cacheSize=1e3\nnegativeMetadataTTL=0\nreadOnly=t\ncsi.storage.k8s.io/pvc/name=x\nunknown=1")
 	f.Fuzz(func(t *testing.T, in string) {

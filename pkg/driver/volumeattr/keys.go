@@ -53,8 +53,10 @@ const (
 	// KeyReclaim is what DeleteVolume does with the data: "delete" or
 	// "retain".
 	KeyReclaim = "reclaim"
-	// KeyMountOptions is a comma-separated list of extra FUSE mount
-	// options.
+	// KeyMountOptions is a comma-separated list of mount options of the
+	// volume's FUSE mount, from mountspec.AcceptedOptions (ro, rw, noexec,
+	// exec, noatime, and the always-on nosuid, nodev, allow_other,
+	// default_permissions).
 	KeyMountOptions = "mountOptions"
 	// KeyWarmup is a comma-separated list of paths inside the volume ("/"
 	// for all of it) that the node plugin reads in the background after

@@ -48,8 +48,8 @@ func TestParseValues(t *testing.T) {
 		{"modes", map[string]string{KeyFileMode: "0600", KeyDirMode: "750"}, func(a Attributes) bool { return a.FileMode == 0o600 && a.DirMode == 0o750 }},
 		{"bools", map[string]string{KeyReadOnly: "True", KeyPathStyle: "1"}, func(a Attributes) bool { return a.ReadOnly && a.PathStyle }},
 		{"prefix normalised", map[string]string{KeyBucket: "b12", KeyPrefix: "/a/b"}, func(a Attributes) bool { return a.Prefix == "a/b/" }},
-		{"mount options", map[string]string{KeyMountOptions: " debug, max_read=1048576,,"}, func(a Attributes) bool {
-			return reflect.DeepEqual(a.MountOptions, []string{"debug", "max_read=1048576"})
+		{"mount options", map[string]string{KeyMountOptions: " noexec, noatime,,noexec"}, func(a Attributes) bool {
+			return reflect.DeepEqual(a.MountOptions, []string{"noexec", "noatime"})
 		}},
 		{"empty mount options", map[string]string{KeyMountOptions: ""}, func(a Attributes) bool { return a.MountOptions == nil }},
 		{"explicit provisioning", map[string]string{KeyBucket: "b12", KeyProvisioning: "bucket"}, func(a Attributes) bool { return a.Provisioning == ProvisionBucket }},
@@ -59,7 +59,7 @@ func TestParseValues(t *testing.T) {
 		{"kubernetes keys ignored", map[string]string{
 			"csi.storage.k8s.io/pvc/name": "x", "csi.storage.k8s.io/pod.name": "p",
 			"storage.kubernetes.io/csiProvisionerIdentity": "123-basin.csi.dev",
-		}, func(a Attributes) bool { return a.Backend == DefaultBackend }},
+		}, func(a Attributes) bool { return a.Backend == objstore.BackendS3 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,6 +103,8 @@ func TestParseErrors(t *testing.T) {
 		{"dotdot prefix", map[string]string{KeyBucket: "b12", KeyPrefix: "a/../b"}, nil, []string{KeyPrefix}},
 		{"double slash prefix", map[string]string{KeyBucket: "b12", KeyPrefix: "a//b"}, nil, []string{KeyPrefix}},
 		{"bad mount option", map[string]string{KeyMountOptions: "a b"}, nil, []string{KeyMountOptions}},
+		{"unknown mount option", map[string]string{KeyMountOptions: "noexec,max_read=4096"}, nil, []string{KeyMountOptions, `"max_read=4096"`, "noatime", "ro"}},
+		{"contradicting mount options", map[string]string{KeyMountOptions: "ro,rw"}, nil, []string{KeyMountOptions, "ro", "rw"}},
 		{"bad bucket", map[string]string{KeyBucket: "my/bucket"}, nil, []string{KeyBucket}},
 		{"gcs upper bucket", map[string]string{KeyBackend: "gcs", KeyBucket: "MyBucket"}, nil, []string{KeyBucket}},
 		{"relative file dir", map[string]string{KeyBackend: "file", KeyBucket: "data"}, nil, []string{KeyBucket}},

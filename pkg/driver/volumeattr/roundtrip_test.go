@@ -49,11 +49,11 @@ func (genAttrs) Generate(r *rand.Rand, _ int) reflect.Value {
 	a.MetadataTTL, a.NegativeMetadataTTL = ttl(), ttl()
 	a.MaxParallelFetches = 1 + r.Intn(maxParallelFetches)
 	a.UID, a.GID = pick64(r, -1, 0, r.Int63n(maxID+1)), pick64(r, -1, 0, 65534)
-	a.FileMode, a.DirMode = os.FileMode(r.Intn(maxModeBits+1)), os.FileMode(r.Intn(maxModeBits+1))
+	a.FileMode, a.DirMode = os.FileMode(r.Intn(int(maxModeBits)+1)), os.FileMode(r.Intn(int(maxModeBits)+1))
 	a.ReadOnly = r.Intn(2) == 0
 	a.Reclaim = Reclaim(pick(string(ReclaimDelete), string(ReclaimRetain)))
 	if n := r.Intn(3); n > 0 {
-		a.MountOptions = []string{"debug", "max_read=1048576", "fsname=basin:x/y"}[:n]
+		a.MountOptions = []string{"noexec", "noatime", "allow_other"}[:n]
 	}
 	if n := r.Intn(3); n > 0 {
 		a.Warmup = []string{"train", WarmupAll, "val/labels.csv"}[:n]

@@ -3,11 +3,11 @@ package volumeattr
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"path"
 	"strings"
 	"unicode"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -39,21 +39,8 @@ func CleanPrefix(p string) (string, error) {
 	return p, nil
 }
 
-// checkEndpoint accepts http(s)://host[:port][/path] without credentials,
-// query or fragment.
-func checkEndpoint(v string) error {
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("want an http(s)://host[:port] URL")
-	}
-	if u.User != nil {
-		return errors.New("credentials do not belong in the URL; put them in the secret")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return errors.New("no query or fragment allowed")
-	}
-	return nil
-}
+// checkEndpoint is mountspec.CheckEndpoint.
+func checkEndpoint(v string) error { return mountspec.CheckEndpoint(v) }
 
 // checkRegion accepts region and location names: lower-case letters,
 // digits and dashes.

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
@@ -25,7 +26,8 @@ const (
 type Mount struct {
 	Source   string // "fuse" for FUSE mounts, the bind source otherwise
 	ReadOnly bool
-	Dev      uint64 // device number: one per FUSE mount made
+	Flags    mountspec.Flags // of a FUSE mount
+	Dev      uint64          // device number: one per FUSE mount made
 }
 
 // Kernel is a fake supervisor.Kernel: mounts are entries in a table.
@@ -50,7 +52,7 @@ func NewKernel() *Kernel {
 }
 
 // MountFUSE implements supervisor.Kernel; the descriptor is /dev/null.
-func (k *Kernel) MountFUSE(_ context.Context, target, _ string, readOnly bool) (*os.File, error) {
+func (k *Kernel) MountFUSE(_ context.Context, target, _ string, flags mountspec.Flags) (*os.File, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.failNew != nil {
@@ -65,7 +67,7 @@ func (k *Kernel) MountFUSE(_ context.Context, target, _ string, readOnly bool) (
 	}
 	k.files = append(k.files, f)
 	k.fuse++
-	k.mounts[target] = Mount{Source: "fuse", ReadOnly: readOnly, Dev: uint64(k.fuse)}
+	k.mounts[target] = Mount{Source: "fuse", ReadOnly: flags.ReadOnly, Flags: flags, Dev: uint64(k.fuse)}
 	k.health[target] = Healthy
 	return f, nil
 }

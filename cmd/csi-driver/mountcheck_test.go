@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/s3store"
+)
+
+// mountExit runs `csi-driver mount args...` as main does and returns the
+// exit code, stderr and how long it took.
+func mountExit(t *testing.T, args ...string) (int, string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := dispatch(ctx, append([]string{"mount"}, args...), &stdout, &stderr)
+	return code, stderr.String(), time.Since(start)
+}
+
+// TestMountChecksTheBucket: a bucket the mount could not use fails the
+// mount command before it mounts, within --op-timeout, with a message
+// that says why and the exit code the node plugin maps to a gRPC code.
+func TestMountChecksTheBucket(t *testing.T) {
+	srv := testserver.MinIO(t)
+	gcs := testserver.GCS(t)
+	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	admin, err := s3store.NewAdmin(t.Context(), objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Close() }()
+	bucket := fmt.Sprintf("basin-check-%d", time.Now().UnixNano())
+	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing listens on, and one that accepts and never answers.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	_ = closed.Close()
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hung.Close() }()
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			defer func() { _ = c.Close() }()
+		}
+	}()
+
+	s3 := []string{"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style"}
+	for _, tc := range []struct {
+		name      string
+		key       string
+		args      []string
+		code      int
+		message   string
+		opTimeout time.Duration
+	}{
+		{"missing bucket", srv.SecretKey, append(s3, "s3://basin-no-such-bucket/p"), mountspec.ExitNotFound, "does not exist", 0},
+		{"denied key", "not-the-secret-key", append(s3, "s3://"+bucket+"/p"), mountspec.ExitAccessDenied, "refused the credentials", 0},
+		{"unreachable endpoint", srv.SecretKey, []string{"--endpoint", "http://" + closedAddr, "--path-style", "s3://" + bucket}, mountspec.ExitUnavailable, "http://" + closedAddr, 3 * time.Second},
+		{"endpoint that never answers", srv.SecretKey, []string{"--endpoint", "http://" + hung.Addr().String(), "--path-style", "s3://" + bucket}, mountspec.ExitUnavailable, "--op-timeout", 2 * time.Second},
+		{"missing gs bucket", "", []string{"--endpoint", gcs.Endpoint, "gs://basin-no-such-bucket/p"}, mountspec.ExitNotFound, "does not exist", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.key)
+			args := append([]string{"--cache-dir", t.TempDir()}, tc.args...)
+			limit := mountspec.DefaultOpTimeout
+			if tc.opTimeout > 0 {
+				args = append(args, "--op-timeout", tc.opTimeout.String())
+				limit = tc.opTimeout
+			}
+			code, stderr, took := mountExit(t, append(args, t.TempDir())...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\n%s", code, tc.code, stderr)
+			}
+			if !strings.Contains(stderr, tc.message) {
+				t.Errorf("message %q does not say %q", stderr, tc.message)
+			}
+			if strings.Contains(stderr, tc.key) && tc.key != "" {
+				t.Errorf("the message quotes the secret key: %s", stderr)
+			}
+			if took > limit+2*time.Second {
+				t.Errorf("took %v, want within --op-timeout %v", took, limit)
+			}
+		})
+	}
+}
+
+func TestMountRefusesUnknownOptions(t *testing.T) {
+	code, stderr, _ := mountExit(t, "--cache-dir", t.TempDir(), "--mount-options", "noexec,max_read=4096", "file:///tmp", t.TempDir())
+	if code != mountspec.ExitInvalid {
+		t.Errorf("exit code %d, want %d\n%s", code, mountspec.ExitInvalid, stderr)
+	}
+	for _, want := range []string{`"max_read=4096"`, strings.Join(mountspec.AcceptedOptions(), ", ")} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("message %q does not name %s", stderr, want)
+		}
+	}
+}

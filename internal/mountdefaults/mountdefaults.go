@@ -1,0 +1,40 @@
+// Package mountdefaults is the one place the default settings of a Basin
+// mount are written. pkg/mountspec builds its Default spec from them (the
+// defaults of volume attributes and of `csi-driver mount`'s flags), and
+// pkg/cache and pkg/fuse use them for their zero values: those two may not
+// import pkg/mountspec (the layer rules in tests/conventions), so the
+// numbers live below all three.
+package mountdefaults
+
+import (
+	"os"
+	"time"
+)
+
+// Defaults of a mount.
+const (
+	CacheSize           = 10 << 30
+	CacheBlockSize      = 4 << 20
+	MetadataTTL         = time.Minute
+	NegativeMetadataTTL = 5 * time.Second
+	MaxParallelFetches  = 8
+	// FetchPartSize is the size of the cache's ranged GETs of a large
+	// object (8 MiB: the size Mountpoint found fastest on S3).
+	FetchPartSize = 8 << 20
+	// ReadAhead is twice what the parallel fetches hold in flight, so
+	// that parts fetched and waiting for the reader do not take the
+	// window from the next fetches: behind a WAN emulator a cold 2 GiB
+	// read reached 0.78–0.80 of a parallel ranged-GET download with a
+	// window of 64 MiB and 0.91–0.92 with 128 or 256 MiB
+	// (bench/cmd/coldread).
+	ReadAhead = 2 * MaxParallelFetches * FetchPartSize
+	OpTimeout = 60 * time.Second
+	FileMode  = os.FileMode(0o644)
+	DirMode   = os.FileMode(0o755)
+)
+
+// Limits of a mount's settings.
+const (
+	MinCacheBlockSize = 4 << 10
+	MaxCacheBlockSize = 1 << 30
+)
