@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/basin-csi/basin/internal/owned"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -55,7 +56,7 @@ func WriteHandoffFile(dir string, h Handoff) (path string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("mountspec: hand-off directory: %w", err)
 	}
-	if err := checkOwned(st, os.ModeDir|0o700); err != nil {
+	if err := owned.Check(st, os.ModeDir|0o700); err != nil {
 		return "", fmt.Errorf("%w: directory %s: %w", ErrHandoffFile, dir, err)
 	}
 	spec, err := json.Marshal(h.Spec)
@@ -108,7 +109,7 @@ func ReadHandoffFile(path string) (Handoff, error) {
 	if err != nil {
 		return Handoff{}, fmt.Errorf("mountspec: hand-off file: %w", err)
 	}
-	if err := checkOwned(st, 0o600); err != nil {
+	if err := owned.Check(st, 0o600); err != nil {
 		return Handoff{}, fmt.Errorf("%w: %s: %w", ErrHandoffFile, path, err)
 	}
 	if rmErr != nil {
@@ -186,22 +187,6 @@ func strictDecode(b []byte, v any) error {
 	}
 	if dec.More() {
 		return errors.New("trailing data after the JSON object")
-	}
-	return nil
-}
-
-// checkOwned reports why st is not of exactly mode (type and permission
-// bits) and owned by the calling user.
-func checkOwned(st os.FileInfo, mode os.FileMode) error {
-	if st.Mode() != mode {
-		return fmt.Errorf("mode %v, want %v", st.Mode(), mode)
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return errors.New("no owner information")
-	}
-	if int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("owned by uid %d, not %d", sys.Uid, os.Geteuid())
 	}
 	return nil
 }

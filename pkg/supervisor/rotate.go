@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/internal/atomicfile"
+	"github.com/basin-csi/basin/internal/owned"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -121,7 +122,7 @@ func readRotationFile(path string) (r rotationJSON, found bool, err error) {
 	if err != nil {
 		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)
 	}
-	if err := checkOwned(st, 0o600); err != nil {
+	if err := owned.Check(st, 0o600); err != nil {
 		return rotationJSON{}, false, fmt.Errorf("%w: %s: %w", ErrCredentialsFile, path, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxCredentialsFile+1))
@@ -167,7 +168,7 @@ func writeAtomic(dir, path string, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("supervisor: credentials directory: %w", err)
 	}
-	if err := checkOwned(st, os.ModeDir|0o700); err != nil {
+	if err := owned.Check(st, os.ModeDir|0o700); err != nil {
 		return fmt.Errorf("%w: directory %s: %w", ErrCredentialsFile, dir, err)
 	}
 	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.Durable); err != nil {
