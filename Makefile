@@ -83,11 +83,14 @@ k8s-down:
 ## k8s-e2e: k8s-up, every cluster scenario with real pods, then k8s-down (also on failure or interrupt).
 k8s-e2e:
 	@rm -f _output/k8s-e2e-summary.txt; mkdir -p _output; \
-	trap './hack/k8s/cluster.sh down' EXIT INT TERM; \
-	$(MAKE) k8s-up && \
-	BASIN_K8S_SUMMARY=$(CURDIR)/_output/k8s-e2e-summary.txt \
-		$(GO) test -tags k8se2e -count=1 -timeout 40m -v ./tests/k8s/ 2>&1 | grep -v '^[IWE][0-9]'; \
-	status=$${PIPESTATUS[0]}; \
+	trap './hack/k8s/cluster.sh down' INT TERM; \
+	status=1; \
+	if $(MAKE) k8s-up; then \
+		BASIN_K8S_SUMMARY=$(CURDIR)/_output/k8s-e2e-summary.txt \
+			$(GO) test -tags k8se2e -count=1 -timeout 40m -v ./tests/k8s/ 2>&1 | grep --line-buffered -v '^[IWE][0-9]'; \
+		status=$${PIPESTATUS[0]}; \
+	fi; \
+	./hack/k8s/cluster.sh down; \
 	cat _output/k8s-e2e-summary.txt 2>/dev/null || echo "k8s-e2e: scenarios=? passed=? failed=? (no summary: the cluster or the tests did not start)"; \
 	[ -f _output/k8s-e2e-summary.txt ] && [ $$status -eq 0 ]
 
