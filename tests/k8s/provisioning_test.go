@@ -18,8 +18,9 @@ echo sum=$(sha256sum /data/ckpt/step-1.pt | cut -d' ' -f1)`
 )
 
 // TestDynamicProvisioning is scenario 1: StorageClasses in prefix and
-// bucket mode, RWX claims, a writer pod and a reader pod, the object in
-// MinIO, and the data removed or kept by the reclaim choice.
+// bucket mode on MinIO and in bucket mode on fake-gcs-server, RWX claims,
+// a writer pod and a reader pod, the object in the bucket, and the data
+// removed or kept by the reclaim choice.
 func TestDynamicProvisioning(t *testing.T) {
 	scenario(t, "dynamic-provisioning")
 	ns := namespace(t, "e2e-provision")
@@ -29,6 +30,9 @@ func TestDynamicProvisioning(t *testing.T) {
 		"provisioning": "prefix", "bucket": "e2e-shared", "prefix": "vols", "reclaim": "delete"})
 	storageClass(t, "e2e-bucket-delete", "e2e-provision-creds", map[string]string{"provisioning": "bucket", "reclaim": "delete"})
 	storageClass(t, "e2e-bucket-retain", "e2e-provision-creds", map[string]string{"provisioning": "bucket", "reclaim": "retain"})
+	gcsSecret(t, "e2e-provision-gcs")
+	storageClass(t, "e2e-gcs-bucket-delete", "e2e-provision-gcs", map[string]string{
+		"backend": "gcs", "endpoint": env.GCSEndpoint, "provisioning": "bucket", "reclaim": "delete"})
 
 	cases := []struct {
 		claim, class string
@@ -37,6 +41,7 @@ func TestDynamicProvisioning(t *testing.T) {
 		{"prefix-delete", "e2e-prefix-delete", false},
 		{"bucket-delete", "e2e-bucket-delete", false},
 		{"bucket-retain", "e2e-bucket-retain", true},
+		{"gcs-bucket-delete", "e2e-gcs-bucket-delete", false},
 	}
 	for _, c := range cases {
 		apply(t, pvc(ns, c.claim, c.class, "ReadWriteMany"))
@@ -55,8 +60,8 @@ func TestDynamicProvisioning(t *testing.T) {
 		if got := logValue(r.Log, "sum"); len(want) != 64 || got != want {
 			t.Errorf("%s: the reader saw %q, the writer wrote %q", c.claim, got, want)
 		}
-		bucket, prefix := volumeBucket(t, handles[c.claim])
-		s := openBucket(t, bucket, false)
+		kind, bucket, prefix := volumeBucket(t, handles[c.claim])
+		s := openBucketOf(t, kind, bucket, false)
 		if got := objectSum(t, s, prefix+"ckpt/step-1.pt"); got != want {
 			t.Errorf("%s: object %s/%sckpt/step-1.pt has sum %s, the writer wrote %s", c.claim, bucket, prefix, got, want)
 		}
@@ -71,18 +76,18 @@ func TestDynamicProvisioning(t *testing.T) {
 		})
 	}
 	for _, c := range cases {
-		bucket, prefix := volumeBucket(t, handles[c.claim])
+		kind, bucket, prefix := volumeBucket(t, handles[c.claim])
 		switch {
-		case c.keep && !bucketExists(t, bucket):
+		case c.keep && !bucketExists(t, kind, bucket):
 			t.Errorf("%s: reclaim retain, yet bucket %s is gone", c.claim, bucket)
 		case c.keep:
-			if k := keys(t, openBucket(t, bucket, false), prefix); len(k) == 0 {
+			if k := keys(t, openBucketOf(t, kind, bucket, false), prefix); len(k) == 0 {
 				t.Errorf("%s: reclaim retain, yet the data is gone", c.claim)
 			}
-		case prefix == "" && bucketExists(t, bucket):
+		case prefix == "" && bucketExists(t, kind, bucket):
 			t.Errorf("%s: reclaim delete, yet bucket %s is still there", c.claim, bucket)
 		case prefix != "":
-			if k := keys(t, openBucket(t, bucket, false), prefix); len(k) != 0 {
+			if k := keys(t, openBucketOf(t, kind, bucket, false), prefix); len(k) != 0 {
 				t.Errorf("%s: reclaim delete, yet %s/%s still holds %v", c.claim, bucket, prefix, k)
 			}
 		}

@@ -17,8 +17,12 @@ import (
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 )
 
-// minioConfig reaches bucket on the cluster's MinIO.
-func minioConfig(bucket string) (objstore.Config, objstore.Credentials) {
+// storeConfig reaches bucket on the cluster's MinIO (backend s3) or
+// fake-gcs-server (gcs).
+func storeConfig(kind objstore.Backend, bucket string) (objstore.Config, objstore.Credentials) {
+	if kind == objstore.BackendGCS {
+		return objstore.Config{Backend: kind, Bucket: bucket, Endpoint: env.GCSEndpoint}, objstore.Credentials{}
+	}
 	return objstore.Config{Backend: objstore.BackendS3, Bucket: bucket, Endpoint: env.MinIOEndpoint, Region: "us-east-1", PathStyle: true},
 		objstore.Credentials{AccessKeyID: env.AccessKey, SecretAccessKey: env.SecretKey}
 }
@@ -26,9 +30,15 @@ func minioConfig(bucket string) (objstore.Config, objstore.Credentials) {
 // openBucket opens a bucket of the cluster's MinIO, creating it if asked.
 func openBucket(t *testing.T, bucket string, create bool) objstore.Store {
 	t.Helper()
+	return openBucketOf(t, objstore.BackendS3, bucket, create)
+}
+
+// openBucketOf opens a bucket of the cluster's store of kind.
+func openBucketOf(t *testing.T, kind objstore.Backend, bucket string, create bool) objstore.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, creds := minioConfig(bucket)
+	cfg, creds := storeConfig(kind, bucket)
 	if create {
 		admin, err := backend.OpenAdmin(ctx, cfg, creds)
 		if err != nil {
@@ -47,12 +57,12 @@ func openBucket(t *testing.T, bucket string, create bool) objstore.Store {
 	return s
 }
 
-// bucketExists asks the cluster's MinIO.
-func bucketExists(t *testing.T, bucket string) bool {
+// bucketExists asks the cluster's store of kind.
+func bucketExists(t *testing.T, kind objstore.Backend, bucket string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, creds := minioConfig(bucket)
+	cfg, creds := storeConfig(kind, bucket)
 	admin, err := backend.OpenAdmin(ctx, cfg, creds)
 	if err != nil {
 		t.Fatal(err)
@@ -151,15 +161,15 @@ func content(key string, size int) []byte {
 	return b[:size]
 }
 
-// volumeBucket splits a Basin volume handle into bucket and prefix
-// (<backend>/<flags>/<region>/<endpoint fingerprint>/<bucket>/<prefix>).
-func volumeBucket(t *testing.T, handle string) (bucket, prefix string) {
+// volumeBucket splits a Basin volume handle into backend, bucket and
+// prefix (<backend>/<flags>/<region>/<endpoint fingerprint>/<bucket>/<prefix>).
+func volumeBucket(t *testing.T, handle string) (backend objstore.Backend, bucket, prefix string) {
 	t.Helper()
 	parts := strings.SplitN(handle, "/", 6)
 	if len(parts) != 6 {
 		t.Fatalf("volume handle %q: not a Basin volume ID", handle)
 	}
-	return parts[4], parts[5]
+	return objstore.Backend(parts[0]), parts[4], parts[5]
 }
 
 // credentialsSecret is a secret of the cluster MinIO's keys in
@@ -167,6 +177,22 @@ func volumeBucket(t *testing.T, handle string) (bucket, prefix string) {
 func credentialsSecret(t *testing.T, name string) {
 	t.Helper()
 	apply(t, secretYAML(name, env.AccessKey, env.SecretKey, env.MinIOEndpoint))
+	t.Cleanup(func() { _, _ = kubectlErr("-n", "basin-system", "delete", "secret", name, "--ignore-not-found") })
+}
+
+// gcsSecret is a secret naming the cluster's fake-gcs-server, which
+// takes no credentials, deleted when the test ends.
+func gcsSecret(t *testing.T, name string) {
+	t.Helper()
+	apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  namespace: basin-system
+type: Opaque
+stringData:
+  endpoint: %q
+`, name, env.GCSEndpoint))
 	t.Cleanup(func() { _, _ = kubectlErr("-n", "basin-system", "delete", "secret", name, "--ignore-not-found") })
 }
 
@@ -198,9 +224,10 @@ provisioner: basin.csi.dev
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 parameters:
-  backend: s3
-  pathStyle: "true"
 `, name)
+	if _, ok := params["backend"]; !ok {
+		b.WriteString("  backend: s3\n  pathStyle: \"true\"\n")
+	}
 	for _, kind := range []string{"provisioner", "node-stage", "node-publish"} {
 		fmt.Fprintf(&b, "  csi.storage.k8s.io/%s-secret-name: %s\n  csi.storage.k8s.io/%s-secret-namespace: basin-system\n", kind, secret, kind)
 	}
