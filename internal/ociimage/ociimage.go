@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func Build(spec Spec) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux" // the binaries are built for this machine
 	cfg.Created = v1.Time{Time: when}
 	cfg.Config.Entrypoint = spec.Entrypoint
 	cfg.Config.Env = spec.Env

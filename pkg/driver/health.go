@@ -63,8 +63,9 @@ func (h *healthHandler) check(ctx context.Context) error {
 	return nil
 }
 
-// serveHealth serves /healthz at addr until ctx is done.
-func serveHealth(ctx context.Context, addr string, h *healthHandler) (stop func(), err error) {
+// serveHealth serves /healthz at addr until stop is called; stop returns
+// once the server is gone.
+func serveHealth(addr string, h *healthHandler) (stop func(), err error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("driver: health address: %w", err)
@@ -73,12 +74,18 @@ func serveHealth(ctx context.Context, addr string, h *healthHandler) (stop func(
 	mux.Handle("/healthz", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	klog.InfoS("serving health checks", "address", lis.Addr().String())
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.ErrorS(err, "health server stopped")
 		}
 	}()
-	stop = func() { _ = srv.Close() }
-	go func() { <-ctx.Done(); stop() }()
-	return stop, nil
+	return func() { _ = srv.Close(); <-done }, nil
+}
+
+// dialUnix connects to a unix socket path.
+func dialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", path)
 }

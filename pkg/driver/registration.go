@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -88,11 +87,12 @@ func registrationSocket(dir, name string) string {
 	return filepath.Join(dir, name+"-reg.sock")
 }
 
-// serveRegistration serves the Registration service until ctx is done,
-// then removes its socket so that kubelet deregisters the plugin only
-// when this process stops for good (a restarted plugin replaces the
-// socket at once).
-func serveRegistration(ctx context.Context, reg Registration, name string, state *registrationState) (stop func(), err error) {
+// serveRegistration serves the Registration service until stop is
+// called; stop returns once the server is gone. Closing the listener
+// unlinks the socket (a net.UnixListener does on Close), so kubelet
+// deregisters the plugin when it stops; a restarted plugin replaces the
+// socket at once.
+func serveRegistration(reg Registration, name string, state *registrationState) (stop func(), err error) {
 	if reg.KubeletEndpoint == "" || !filepath.IsAbs(reg.KubeletEndpoint) {
 		return nil, fmt.Errorf("driver: registration: the kubelet endpoint %q must be an absolute socket path", reg.KubeletEndpoint)
 	}
@@ -107,19 +107,12 @@ func serveRegistration(ctx context.Context, reg Registration, name string, state
 	srv := grpc.NewServer()
 	registerapi.RegisterRegistrationServer(srv, &registrationServer{name: name, endpoint: reg.KubeletEndpoint, state: state})
 	klog.InfoS("serving kubelet plugin registration", "socket", path, "endpoint", reg.KubeletEndpoint)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := srv.Serve(lis); err != nil {
 			klog.ErrorS(err, "registration server stopped")
 		}
 	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { srv.Stop() }) }
-	go func() { <-ctx.Done(); stop() }()
-	return stop, nil
-}
-
-// dialUnix connects to a unix socket path (for tests and the health check).
-func dialUnix(ctx context.Context, path string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, "unix", path)
+	return func() { srv.Stop(); <-done }, nil
 }

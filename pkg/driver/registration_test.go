@@ -29,7 +29,7 @@ func TestRegistrationAsKubeletSeesIt(t *testing.T) {
 	defer cancel()
 	state := &registrationState{}
 	reg := Registration{Dir: dir, KubeletEndpoint: "/var/lib/kubelet/plugins/basin.csi.dev/csi.sock"}
-	stop, err := serveRegistration(ctx, reg, DefaultName, state)
+	stop, err := serveRegistration(reg, DefaultName, state)
 	if err != nil {
 		t.Fatal(err)
 	}

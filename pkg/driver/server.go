@@ -67,7 +67,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	var state *registrationState
 	if d.cfg.Registration.Dir != "" {
 		state = &registrationState{}
-		stop, err := serveRegistration(ctx, d.cfg.Registration, d.cfg.Name, state)
+		stop, err := serveRegistration(d.cfg.Registration, d.cfg.Name, state)
 		if err != nil {
 			_ = lis.Close()
 			return err
@@ -75,7 +75,7 @@ func (d *Driver) Run(ctx context.Context) error {
 		defer stop()
 	}
 	if d.cfg.HealthAddress != "" {
-		stop, err := serveHealth(ctx, d.cfg.HealthAddress, &healthHandler{sock: sock, state: state})
+		stop, err := serveHealth(d.cfg.HealthAddress, &healthHandler{sock: sock, state: state})
 		if err != nil {
 			_ = lis.Close()
 			return err
