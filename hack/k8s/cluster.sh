@@ -293,7 +293,8 @@ up() {
   [ "$(id -u)" = 0 ] || die "needs root"
   [ -n "${BASIN_IMAGE_TAR:-}" ] && [ -f "$BASIN_IMAGE_TAR" ] || die "BASIN_IMAGE_TAR (make image) missing"
   [ -n "${BASIN_IMAGE:-}" ] || die "BASIN_IMAGE (the image's reference) missing"
-  if [ -e "$RUN/pids" ]; then log "a cluster is already here; taking it down first"; (down); fi
+  if [ -e "$RUN" ]; then log "a cluster of this script is here; taking it down first"; (down); fi
+  refuse_foreign
   KB=$(k8s_bin)
   export PATH=$KB:$PATH
   mkdir -p "$RUN/logs" "$RUN/pids"
@@ -305,6 +306,19 @@ up() {
   log "kubelet"; kubelet_up "$KB"
   log "Basin (kubectl apply -k)"; deploy "$KB"
   log "ready: source $RUN/env (KUBECONFIG=$RUN/admin.kubeconfig; kubectl is $KB/kubectl)"
+}
+
+# refuse_foreign stops `up` when another Kubernetes uses this machine:
+# `down` removes every pod cgroup, CNI network namespace and KUBE-*
+# iptables chain it finds, which is safe only if this script made them.
+refuse_foreign() {
+  local why=()
+  pgrep -x kubelet >/dev/null && why+=("a kubelet is running")
+  [ -e "$KUBELET_DIR" ] && why+=("$KUBELET_DIR exists")
+  compgen -G '/sys/fs/cgroup/*/kubepods*' >/dev/null && why+=("kubepods cgroups exist")
+  ip netns list 2>/dev/null | grep -q '^cni-' && why+=("CNI network namespaces exist")
+  iptables -S 2>/dev/null | grep -q '^-N KUBE-' && why+=("KUBE-* iptables chains exist")
+  [ ${#why[@]} -eq 0 ] || die "another Kubernetes seems to use this machine (${why[*]}); not starting one beside it"
 }
 
 # ---------------------------------------------------------------- down
@@ -378,6 +392,8 @@ remove_netns() {
 
 down() {
   [ "$(id -u)" = 0 ] || die "needs root"
+  # Only what `up` made: without its directory there is nothing of ours.
+  if [ ! -e "$RUN" ]; then log "no cluster of this script here ($RUN is absent)"; return 0; fi
   # Best effort from here on: every step runs, whatever failed before it.
   set +e +o pipefail
   log "stopping"
