@@ -58,6 +58,9 @@ func checkCapability(c *csi.VolumeCapability, readOnly bool) error {
 		// already, not only when a pod mounts the volume.
 		return fmt.Errorf("volume capability mount flags (the StorageClass's or PV's mountOptions): %w", err)
 	}
+	if _, err := mountspec.ParseMountGroup(c.GetMount().GetVolumeMountGroup()); err != nil {
+		return err
+	}
 	mode := c.GetAccessMode().GetMode()
 	if !supportedMode(mode) {
 		return fmt.Errorf("access mode %s is not supported (supported: ReadWriteOnce, ReadWriteOncePod, ReadOnlyMany, ReadWriteMany)", mode)

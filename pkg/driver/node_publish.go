@@ -13,7 +13,6 @@ import (
 
 	"github.com/basin-csi/basin/pkg/driver/nodestate"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
-	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // NodePublishVolume bind-mounts the staging path on the pod's target,
@@ -150,19 +149,19 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 
-// checkPublishMount checks a publication's mount flags (checkCapability
-// validated them) and volume mount group against the staged volume v: the FUSE mount, and so the options
-// and the group, are the stage's, shared by every pod on the node.
+// checkPublishMount checks a publication's mount flags and volume mount
+// group (checkCapability validated both) against the staged volume v: the
+// FUSE mount, and so the options and the group, are the stage's, shared by
+// every pod on the node. A volume staged by an older release recorded
+// neither and is taken as staged (takeBack logs that once).
 func checkPublishMount(v nodestate.Volume, m *csi.VolumeCapability_MountVolume) error {
-	if !slices.Equal(m.GetMountFlags(), v.MountFlags) {
+	switch {
+	case !v.MountRecorded:
+		return nil
+	case !slices.Equal(m.GetMountFlags(), v.MountFlags):
 		return fmt.Errorf("%w: volume %s is staged with mount flags %q, not %q", ErrPrecondition, v.ID, v.MountFlags, m.GetMountFlags())
-	}
-	group := m.GetVolumeMountGroup()
-	if _, err := mountspec.ParseMountGroup(group); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-	}
-	if !sameGroup(v.MountGroup, group) {
-		return groupConflict(v.ID, v.MountGroup, group)
+	case !sameGroup(v.MountGroup, m.GetVolumeMountGroup()):
+		return groupConflict(v.ID, v.MountGroup, m.GetVolumeMountGroup())
 	}
 	return nil
 }

@@ -93,6 +93,10 @@ func (n *Node) takeBack(ctx context.Context, v nodestate.Volume) {
 			n.dropTarget(v.ID, target)
 		}
 	}
+	if !v.MountRecorded {
+		klog.V(2).InfoS("volume staged by an older release, which recorded no mount flags or volume mount group: "+
+			"its publications' flags and group are not checked until it is unstaged", "volume", v.ID)
+	}
 	if err := n.restage(ctx, v); err != nil {
 		klog.ErrorS(err, "could not take a staged volume back", "volume", v.ID, "staging", v.StagingPath)
 		return

@@ -50,40 +50,42 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	mode := vc.GetAccessMode().GetMode()
-	flags, group := vc.GetMount().GetMountFlags(), vc.GetMount().GetVolumeMountGroup()
-	spec, err := mountSpec(attrs, readerMode(mode), flags, group)
-	if err != nil {
-		return err
-	}
 	release, err := n.begin(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer release()
 
+	mode := vc.GetAccessMode().GetMode()
+	flags, group := vc.GetMount().GetMountFlags(), vc.GetMount().GetVolumeMountGroup()
+	recorded := true // the record says which flags and group it is staged with
 	context := volumeattr.Encode(attrs)
 	old, staged := n.state.Get(id)
 	if staged {
 		switch {
 		case old.StagingPath != staging:
 			return fmt.Errorf("%w: volume %s is already staged at %s", ErrPrecondition, id, old.StagingPath)
-		case !maps.Equal(old.Context, context) || old.AccessMode != mode.String() || !slices.Equal(old.MountFlags, flags):
-			return fmt.Errorf("%w: volume %s is already staged with other attributes, access mode or mount flags", ErrNameConflict, id)
+		case !maps.Equal(old.Context, context) || old.AccessMode != mode.String():
+			return fmt.Errorf("%w: volume %s is already staged with other attributes or access mode", ErrNameConflict, id)
+		case !old.MountRecorded:
+			// Staged by an older release, which recorded no flags
+			// or group: nothing to check them against.
+		case !slices.Equal(old.MountFlags, flags):
+			return fmt.Errorf("%w: volume %s is already staged with mount flags %q, not %q", ErrNameConflict, id, old.MountFlags, flags)
 		case !sameGroup(old.MountGroup, group):
 			return groupConflict(id, old.MountGroup, group)
 		}
-		if group == "" && old.MountGroup != "" {
-			// A request without fsGroup takes the volume as staged.
-			group = old.MountGroup
-			if spec, err = mountSpec(attrs, readerMode(mode), flags, group); err != nil {
-				return err
-			}
-		}
+		// The volume stays as staged: a request without fsGroup, or one
+		// for a volume of an older release, takes it as it is.
+		flags, group, recorded = old.MountFlags, old.MountGroup, old.MountRecorded
 		if _, err := n.mounter.Check(ctx, id); err == nil {
 			n.rotateCredentials(ctx, id, attrs.Credentials()) // a changed node-stage secret (node_rotate.go)
 			return nil                                        // staged and supervised: a repeated call
 		}
+	}
+	spec, err := mountSpec(attrs, readerMode(mode), flags, group)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return fmt.Errorf("staging path: %w", err)
@@ -99,7 +101,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	}
 	err = n.state.Update(id, func(v nodestate.Volume, ok bool) (nodestate.Volume, bool, error) {
 		v.StagingPath, v.Context, v.AccessMode = staging, context, mode.String()
-		v.MountFlags, v.MountGroup = flags, group
+		v.MountFlags, v.MountGroup, v.MountRecorded = flags, group, recorded
 		return v, true, nil
 	})
 	if err != nil {

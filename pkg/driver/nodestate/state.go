@@ -14,7 +14,10 @@ import (
 	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
-// version is the state file's schema version.
+// version is the state file's schema version. Records gain fields without
+// a new version (MountFlags, MountGroup and MountRecorded came after the
+// first release): an older release reads the file and ignores what it does
+// not know, so a node plugin downgrade keeps the node's volumes.
 const version = 1
 
 // ErrCorrupt: the state file cannot be read back.
@@ -41,6 +44,13 @@ type Volume struct {
 	// MountGroup is the volume mount group (the pod's fsGroup) it was
 	// staged with; "" for none.
 	MountGroup string `json:"mountGroup,omitempty"`
+	// MountRecorded says MountFlags and MountGroup were recorded. Records
+	// of releases before them have neither: such a volume was staged
+	// without mount flags and group, whatever its requests asked for,
+	// so the flags and group of a request are not comparable with it.
+	// An older release rewriting the file drops the field too, as it
+	// drops the flags and group it restages without.
+	MountRecorded bool `json:"mountRecorded,omitempty"`
 	// Targets are the published targets by path.
 	Targets map[string]Target `json:"targets,omitempty"`
 }

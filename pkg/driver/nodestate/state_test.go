@@ -1,6 +1,7 @@
 package nodestate
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ func TestReopenRoundTrip(t *testing.T) {
 			t.Error("a new store has a record")
 		}
 		return Volume{StagingPath: "/staging", Context: map[string]string{"bucket": "b"}, AccessMode: "MULTI_NODE_MULTI_WRITER",
-			MountFlags: []string{"noexec"}, MountGroup: "4243"}, true, nil
+			MountFlags: []string{"noexec"}, MountGroup: "4243", MountRecorded: true}, true, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestReopenRoundTrip(t *testing.T) {
 	}
 	v, ok := s2.Get(id)
 	if !ok || v.ID != id || v.StagingPath != "/staging" || v.Context["bucket"] != "b" || !v.Targets["/pod/a"].ReadOnly ||
-		len(v.MountFlags) != 1 || v.MountFlags[0] != "noexec" || v.MountGroup != "4243" {
+		len(v.MountFlags) != 1 || v.MountFlags[0] != "noexec" || v.MountGroup != "4243" || !v.MountRecorded {
 		t.Errorf("reopened record = %+v, %v", v, ok)
 	}
 	// Deleting persists too; no temp file is left.
@@ -86,6 +87,64 @@ func TestGetReturnsCopies(t *testing.T) {
 	v.Context["k"] = "changed"
 	if w, _ := s.Get("v"); w.Context["k"] != "1" {
 		t.Error("Get exposed the store's map")
+	}
+}
+
+// firstRelease is a state file as the first release wrote it: its records
+// have no mount flags or group, nor say that they have none.
+const firstRelease = `{
+  "version": 1,
+  "volumes": {
+    "s3/1pds/r/fp/bucket/vol/": {
+      "id": "s3/1pds/r/fp/bucket/vol/",
+      "stagingPath": "/staging",
+      "context": {"backend": "s3", "bucket": "bucket"},
+      "accessMode": "MULTI_NODE_MULTI_WRITER",
+      "targets": {"/pod/a": {"accessMode": "MULTI_NODE_MULTI_WRITER"}}
+    }
+  }
+}`
+
+// TestOpenFirstRelease: a record of the first release loads as one whose
+// mount flags and group were not recorded, and the file stays readable by
+// that release (same version) after this one rewrites it.
+func TestOpenFirstRelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node.json")
+	if err := os.WriteFile(path, []byte(firstRelease), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "s3/1pds/r/fp/bucket/vol/"
+	v, ok := s.Get(id)
+	if !ok || v.StagingPath != "/staging" || v.Context["bucket"] != "bucket" || len(v.Targets) != 1 ||
+		v.MountRecorded || v.MountFlags != nil || v.MountGroup != "" {
+		t.Errorf("record of the first release = %+v, %v", v, ok)
+	}
+	if err := s.Update("new", func(Volume, bool) (Volume, bool, error) {
+		return Volume{StagingPath: "/staging2", MountGroup: "4243", MountRecorded: true}, true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct{ Version int }
+	if err := json.Unmarshal(b, &f); err != nil || f.Version != 1 {
+		t.Errorf("rewritten file version %d (%v); want 1, which the first release reads", f.Version, err)
+	}
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s2.Get(id); v.MountRecorded {
+		t.Error("rewriting the file marked the first release's record as recorded")
+	}
+	if v, _ := s2.Get("new"); !v.MountRecorded || v.MountGroup != "4243" {
+		t.Errorf("new record after reopen = %+v", v)
 	}
 }
 
