@@ -32,7 +32,7 @@ type Kernel interface {
 	Check(ctx context.Context, target string) error
 	// Bind bind-mounts source on target (read-only if asked), replacing
 	// whatever is mounted on target. The bind keeps the source's
-	// per-mount flags (nosuid, nodev, noexec, noatime).
+	// per-mount flags (noexec, noatime) and is always nosuid and nodev.
 	Bind(ctx context.Context, source, target string, readOnly bool) error
 	// Statfs reports the file system of path.
 	Statfs(ctx context.Context, path string) (unix.Statfs_t, error)
@@ -154,7 +154,7 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 	// read-only bind takes a second call: MS_RDONLY is ignored on the
 	// first, so the new bind is remounted read-only (as mount(8) does).
 	// The remount sets every per-mount flag anew: the ones the bind
-	// inherited (nosuid, nodev, noexec, noatime) are named again.
+	// inherited (noexec, noatime) are named again, nosuid and nodev always.
 	err := within(ctx, "bind "+target, func() error {
 		if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
 			return err
@@ -162,7 +162,14 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 		if !readOnly {
 			return nil
 		}
-		flags := unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | perMountFlags(source)
+		// A source that is no mount point (a test's plain directory)
+		// keeps nosuid and nodev alone; an unreadable mount table fails.
+		mi, err := lastMount(source)
+		if err != nil && !errors.Is(err, ErrNotMounted) {
+			_ = unix.Unmount(target, unix.MNT_DETACH)
+			return err
+		}
+		flags := unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY | perMountFlags(mi.MountOptions)
 		if err := unix.Mount("", target, "", flags, ""); err != nil {
 			_ = unix.Unmount(target, unix.MNT_DETACH)
 			return fmt.Errorf("remount read-only: %w", err)
@@ -175,29 +182,41 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 	return nil
 }
 
-// perMountFlags returns the per-mount flags of the mount on path that a
-// remount must repeat to keep them (0 when path is no mount point).
-func perMountFlags(path string) uintptr {
-	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
-	if err != nil {
-		return 0
-	}
+// perMountFlags returns the per-mount flags in opts (a mount's options in
+// mountinfo) that a remount must repeat to keep them. It always includes
+// nosuid and nodev, which every Basin mount has (see MountFUSE): a
+// security flag is never dropped because it was not found.
+func perMountFlags(opts []string) uintptr {
 	bits := map[string]uintptr{
-		"nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV, "noexec": unix.MS_NOEXEC,
-		"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME,
+		"noexec": unix.MS_NOEXEC, "noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME,
 	}
-	path = filepath.Clean(path)
-	var flags uintptr
-	for _, mi := range infos {
-		if mi.MountPoint != path {
-			continue
-		}
-		flags = 0 // the last mount on path is the visible one
-		for _, o := range mi.MountOptions {
-			flags |= bits[o]
-		}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	for _, o := range opts {
+		flags |= bits[o]
 	}
 	return flags
+}
+
+// lastMount returns the visible mount on path (the last one in
+// /proc/self/mountinfo), or an error wrapping ErrNotMounted when path is
+// no mount point.
+func lastMount(path string) (mountutils.MountInfo, error) {
+	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	if err != nil {
+		return mountutils.MountInfo{}, fmt.Errorf("supervisor: read the mount table: %w", err)
+	}
+	return findLastMount(infos, path)
+}
+
+// findLastMount is lastMount on a parsed mount table.
+func findLastMount(infos []mountutils.MountInfo, path string) (mountutils.MountInfo, error) {
+	path = filepath.Clean(path)
+	for i := len(infos) - 1; i >= 0; i-- {
+		if infos[i].MountPoint == path {
+			return infos[i], nil
+		}
+	}
+	return mountutils.MountInfo{}, fmt.Errorf("%w: %s", ErrNotMounted, path)
 }
 
 // Statfs implements Kernel.
@@ -223,22 +242,11 @@ func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, e
 // MountDev implements Kernel: the last mount on target in
 // /proc/self/mountinfo.
 func (k *LinuxKernel) MountDev(_ context.Context, target string) (uint64, error) {
-	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	mi, err := lastMount(target)
 	if err != nil {
-		return 0, fmt.Errorf("supervisor: read the mount table: %w", err)
+		return 0, err
 	}
-	target = filepath.Clean(target)
-	var dev uint64
-	found := false
-	for _, mi := range infos {
-		if mi.MountPoint == target {
-			dev, found = unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)), true
-		}
-	}
-	if !found {
-		return 0, fmt.Errorf("%w: %s", ErrNotMounted, target)
-	}
-	return dev, nil
+	return unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)), nil
 }
 
 // SetReadAhead implements Kernel.
