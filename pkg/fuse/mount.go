@@ -84,8 +84,6 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		DisableXAttrs:        true,
 		IgnoreSecurityLabels: true,
 		Debug:                opts.Debug,
-		// Root may mount without fusermount; fd mode must not mount.
-		DirectMount: !fdMode,
 		// DIRECT_IO_ALLOW_MMAP: mmap keeps working on direct I/O opens.
 		// The capabilities are part of the INIT reply a successor must
 		// reproduce byte for byte (resume.go): changing them makes
@@ -95,13 +93,8 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	if f.cfg.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
 	}
-	// go-fuse's direct mount passes flags, not option strings, for these.
-	mo.DirectMountFlags = unix.MS_NOSUID | unix.MS_NODEV
-	if opts.NoExec {
-		mo.DirectMountFlags |= unix.MS_NOEXEC
-	}
-	if opts.NoAtime {
-		mo.DirectMountFlags |= unix.MS_NOATIME
+	if !fdMode {
+		setMountFlags(&mo, opts)
 	}
 	// go-fuse's own warnings (e.g. a splice fallback, once per read of
 	// a resumed session) go to klog at -v=2; every request with Debug.
@@ -122,6 +115,9 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		ExternalNodeID: true,
 	}
 	server, err := f.newServer(fs.NewNodeFS(f.root, fo), mountpoint, fdMode, &fo.MountOptions, opts.Session)
+	if err != nil && fo.DirectMountStrict {
+		return nil, fmt.Errorf("mount %s with noatime (needs mount(2): root or CAP_SYS_ADMIN; fusermount cannot set it): %w", mountpoint, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
@@ -146,7 +142,9 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		// concurrently with it.
 		select {
 		case err := <-waited:
-			_ = err // abandoned either way: Unmount below undoes a mount that succeeded
+			// Abandoned either way: Unmount below undoes a mount that
+			// succeeded.
+			klog.V(2).InfoS("mount finished after its context ended", "volume", f.cfg.VolumeID, "err", err)
 		case <-time.After(30 * time.Second):
 		}
 		_ = m.Unmount()
@@ -241,5 +239,27 @@ func setReadAhead(ctx context.Context, mountpoint, volumeID string) {
 	}
 	if err != nil {
 		klog.ErrorS(err, "setting the mount's read-ahead; sequential reads go in 128 KiB requests", "volume", volumeID)
+	}
+}
+
+// setMountFlags sets how a standalone mount (not fd mode, where the
+// caller's mount(2) set the flags) gets nosuid, nodev, noexec and noatime.
+// go-fuse mounts directly with mount(2) when it may (as root), passing
+// DirectMountFlags; otherwise it falls back to fusermount, which ignores
+// DirectMountFlags but reads the option strings (and always sets nosuid
+// and nodev). go-fuse turns "noexec" into a flag for a direct mount, so it
+// is named both ways. "noatime" it passes on as a string, which mount(2)
+// rejects, so a noatime mount must be direct (DirectMountStrict) and fails
+// rather than silently losing the flag when it cannot be.
+func setMountFlags(mo *gofuse.MountOptions, opts MountOptions) {
+	mo.DirectMount = true
+	mo.DirectMountFlags = unix.MS_NOSUID | unix.MS_NODEV
+	if opts.NoExec {
+		mo.Options = append(mo.Options, "noexec")
+		mo.DirectMountFlags |= unix.MS_NOEXEC
+	}
+	if opts.NoAtime {
+		mo.DirectMountFlags |= unix.MS_NOATIME
+		mo.DirectMountStrict = true
 	}
 }
