@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 
 	"github.com/basin-csi/basin/internal/owned"
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -49,15 +46,8 @@ func WriteHandoffFile(dir string, h Handoff) (path string, err error) {
 	if err := h.Spec.Validate(); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("mountspec: hand-off directory: %w", err)
-	}
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return "", fmt.Errorf("mountspec: hand-off directory: %w", err)
-	}
-	if err := owned.Check(st, os.ModeDir|0o700); err != nil {
-		return "", fmt.Errorf("%w: directory %s: %w", ErrHandoffFile, dir, err)
+	if err := owned.EnsureDir(dir); err != nil {
+		return "", handoffError("hand-off directory", err)
 	}
 	spec, err := json.Marshal(h.Spec)
 	if err != nil {
@@ -99,28 +89,9 @@ func WriteHandoffFile(dir string, h Handoff) (path string, err error) {
 // version fails with ErrVersion, an invalid one with ErrInvalid. Errors
 // never quote the file's content.
 func ReadHandoffFile(path string) (Handoff, error) {
-	f, err := os.OpenFile(filepath.Clean(path), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	b, err := owned.TakeFile(path, maxHandoffFile)
 	if err != nil {
-		return Handoff{}, fmt.Errorf("mountspec: hand-off file: %w", err)
-	}
-	defer func() { _ = f.Close() }() // read only: nothing to lose
-	rmErr := os.Remove(path)
-	st, err := f.Stat()
-	if err != nil {
-		return Handoff{}, fmt.Errorf("mountspec: hand-off file: %w", err)
-	}
-	if err := owned.Check(st, 0o600); err != nil {
-		return Handoff{}, fmt.Errorf("%w: %s: %w", ErrHandoffFile, path, err)
-	}
-	if rmErr != nil {
-		return Handoff{}, fmt.Errorf("mountspec: remove hand-off file: %w", rmErr)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxHandoffFile+1))
-	if err != nil {
-		return Handoff{}, fmt.Errorf("mountspec: read hand-off file: %w", err)
-	}
-	if len(b) > maxHandoffFile {
-		return Handoff{}, fmt.Errorf("%w: %s is larger than %d bytes", ErrHandoffFile, path, maxHandoffFile)
+		return Handoff{}, handoffError("hand-off file", err)
 	}
 	var hj handoffJSON
 	if err := strictDecode(b, &hj); err != nil {
@@ -138,6 +109,15 @@ func ReadHandoffFile(path string) (Handoff, error) {
 		h.Credentials.GCSCredentialsJSON = []byte(cj.GCSCredentialsJSON)
 	}
 	return h, nil
+}
+
+// handoffError wraps an error of package owned: ErrHandoffFile when it
+// refused a file or directory.
+func handoffError(what string, err error) error {
+	if errors.Is(err, owned.ErrUnsafe) {
+		return fmt.Errorf("%w: %w", ErrHandoffFile, err)
+	}
+	return fmt.Errorf("mountspec: %s: %w", what, err)
 }
 
 // DecodeSpec decodes and validates a JSON Spec. The version is checked

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,27 +109,12 @@ func ReadRotation(dir, volumeID string, base objstore.Credentials) (c objstore.C
 
 // readRotationFile reads path; found is false when it does not exist.
 func readRotationFile(path string) (r rotationJSON, found bool, err error) {
-	f, err := os.OpenFile(filepath.Clean(path), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	b, err := owned.ReadFile(path, maxCredentialsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rotationJSON{}, false, nil
 	}
 	if err != nil {
-		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return rotationJSON{}, false, fmt.Errorf("supervisor: rotation file: %w", err)
-	}
-	if err := owned.Check(st, 0o600); err != nil {
-		return rotationJSON{}, false, fmt.Errorf("%w: %s: %w", ErrCredentialsFile, path, err)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxCredentialsFile+1))
-	if err != nil {
-		return rotationJSON{}, false, fmt.Errorf("supervisor: read rotation file: %w", err)
-	}
-	if len(b) > maxCredentialsFile {
-		return rotationJSON{}, false, fmt.Errorf("%w: %s is larger than %d bytes", ErrCredentialsFile, path, maxCredentialsFile)
+		return rotationJSON{}, false, credentialsFileError("rotation file", err)
 	}
 	if err := json.Unmarshal(b, &r); err != nil || r.Generation == 0 || r.Supersedes == "" {
 		// Never quote the decoder's error: it may show part of a value.
@@ -161,20 +145,22 @@ func acked(path string, generation uint64, c objstore.Credentials) bool {
 // writeAtomic replaces path (in dir, a 0700 directory of ours, created if
 // missing) with a 0600 file holding b, durably (atomicfile).
 func writeAtomic(dir, path string, b []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("supervisor: credentials directory: %w", err)
-	}
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("supervisor: credentials directory: %w", err)
-	}
-	if err := owned.Check(st, os.ModeDir|0o700); err != nil {
-		return fmt.Errorf("%w: directory %s: %w", ErrCredentialsFile, dir, err)
+	if err := owned.EnsureDir(dir); err != nil {
+		return credentialsFileError("credentials directory", err)
 	}
 	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.Durable); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
 	return nil
+}
+
+// credentialsFileError wraps an error of package owned: ErrCredentialsFile
+// when it refused a file or directory.
+func credentialsFileError(what string, err error) error {
+	if errors.Is(err, owned.ErrUnsafe) {
+		return fmt.Errorf("%w: %w", ErrCredentialsFile, err)
+	}
+	return fmt.Errorf("supervisor: %s: %w", what, err)
 }
 
 // UpdateCredentials makes a staged volume's running FUSE process use c,

@@ -284,3 +284,21 @@ func TestUpdateCredentialsErrors(t *testing.T) {
 		t.Errorf("%d SIGHUPs to a process that does not answer, want at least 2", n)
 	}
 }
+
+func TestReadRotationRefusesAnUnsafeFile(t *testing.T) {
+	dir := t.TempDir()
+	const id = "s3/vol"
+	path, _ := supervisor.RotationFiles(dir, id)
+	if _, _, ok, err := supervisor.ReadRotation(dir, id, credsA); ok || err != nil {
+		t.Fatalf("no rotation file: ok %v, %v; want false, nil", ok, err)
+	}
+	if err := os.WriteFile(path, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := supervisor.ReadRotation(dir, id, credsA); !errors.Is(err, supervisor.ErrCredentialsFile) {
+		t.Errorf("a 0644 rotation file: %v, want ErrCredentialsFile", err)
+	}
+}
