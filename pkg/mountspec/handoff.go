@@ -25,16 +25,39 @@ type Handoff struct {
 // handoffJSON is the file format.
 type handoffJSON struct {
 	Spec        json.RawMessage `json:"spec"`
-	Credentials credentialsJSON `json:"credentials"`
+	Credentials CredentialsJSON `json:"credentials"`
 }
 
-// credentialsJSON is the credentials' part of the file.
-type credentialsJSON struct {
+// CredentialsJSON is the JSON form of objstore.Credentials in the files
+// that carry them to a mount process: the hand-off file and the
+// supervisor's rotation file. Its fields are secret; String redacts them.
+type CredentialsJSON struct {
 	AccessKeyID        string `json:"accessKeyID,omitempty"`
 	SecretAccessKey    string `json:"secretAccessKey,omitempty"`
 	SessionToken       string `json:"sessionToken,omitempty"`
 	GCSCredentialsJSON string `json:"gcsCredentialsJSON,omitempty"`
 }
+
+// EncodeCredentials returns the JSON form of c.
+func EncodeCredentials(c objstore.Credentials) CredentialsJSON {
+	return CredentialsJSON{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey,
+		SessionToken: c.SessionToken, GCSCredentialsJSON: string(c.GCSCredentialsJSON)}
+}
+
+// Credentials returns the credentials cj holds.
+func (cj CredentialsJSON) Credentials() objstore.Credentials {
+	c := objstore.Credentials{AccessKeyID: cj.AccessKeyID, SecretAccessKey: cj.SecretAccessKey, SessionToken: cj.SessionToken}
+	if cj.GCSCredentialsJSON != "" {
+		c.GCSCredentialsJSON = []byte(cj.GCSCredentialsJSON)
+	}
+	return c
+}
+
+// String redacts the credentials (objstore.Credentials.String).
+func (cj CredentialsJSON) String() string { return cj.Credentials().String() }
+
+// GoString redacts the credentials too.
+func (cj CredentialsJSON) GoString() string { return cj.String() }
 
 // maxHandoffFile bounds what ReadHandoffFile reads.
 const maxHandoffFile = 1 << 20
@@ -53,11 +76,7 @@ func WriteHandoffFile(dir string, h Handoff) (path string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("mountspec: encode spec: %w", err)
 	}
-	c := h.Credentials
-	b, err := json.Marshal(handoffJSON{Spec: spec, Credentials: credentialsJSON{
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey,
-		SessionToken: c.SessionToken, GCSCredentialsJSON: string(c.GCSCredentialsJSON),
-	}})
+	b, err := json.Marshal(handoffJSON{Spec: spec, Credentials: EncodeCredentials(h.Credentials)})
 	if err != nil {
 		return "", errors.New("mountspec: encode hand-off file") // never quote a credential
 	}
@@ -101,14 +120,7 @@ func ReadHandoffFile(path string) (Handoff, error) {
 	if err != nil {
 		return Handoff{}, fmt.Errorf("%s: %w", path, err)
 	}
-	cj := hj.Credentials
-	h := Handoff{Spec: spec, Credentials: objstore.Credentials{
-		AccessKeyID: cj.AccessKeyID, SecretAccessKey: cj.SecretAccessKey, SessionToken: cj.SessionToken,
-	}}
-	if cj.GCSCredentialsJSON != "" {
-		h.Credentials.GCSCredentialsJSON = []byte(cj.GCSCredentialsJSON)
-	}
-	return h, nil
+	return Handoff{Spec: spec, Credentials: hj.Credentials.Credentials()}, nil
 }
 
 // handoffError wraps an error of package owned: ErrHandoffFile when it

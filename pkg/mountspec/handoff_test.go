@@ -3,6 +3,7 @@ package mountspec
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -156,5 +157,31 @@ func TestValidate(t *testing.T) {
 	}
 	if err := testSpec().Validate(); err != nil {
 		t.Errorf("valid spec: %v", err)
+	}
+}
+
+func TestCredentialsJSONRoundTripAndRedaction(t *testing.T) {
+	for _, c := range []objstore.Credentials{
+		{},
+		{AccessKeyID: "AKID", SecretAccessKey: "secret", SessionToken: "token"},
+		{GCSCredentialsJSON: []byte(`{"type":"service_account"}`)},
+	} {
+		cj := EncodeCredentials(c)
+		b, err := json.Marshal(cj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back CredentialsJSON
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Credentials(); !reflect.DeepEqual(got, c) {
+			t.Errorf("round trip of %v gave %v", c, got)
+		}
+		for _, s := range []string{"secret", "token", "service_account"} {
+			if out := fmt.Sprintf("%v %+v %#v %s", cj, cj, cj, cj); strings.Contains(out, s) {
+				t.Errorf("formatting shows %q: %s", s, out)
+			}
+		}
 	}
 }

@@ -20,9 +20,9 @@
 //     volume.go: one supervised volume and its start sequence;
 //     watchdog.go: noticing death (child exit at once, a hung or broken
 //     mount by a periodic stat under a timeout) and healing it.
-//   - credentials.go: the credentials format and file checks of the
-//     rotation files; rotate.go: new credentials for a running child
-//     (rotation file, SIGHUP, ack file), without a remount.
+//   - rotate.go: new credentials for a running child (rotation file,
+//     SIGHUP, ack file), without a remount; the credentials' format is
+//     mountspec's (CredentialsJSON), the file checks internal/owned's.
 //   - errors.go: the sentinel errors.
 //   - logs.go: the child's stderr prefixed with the volume ID into klog
 //     and a ring buffer of its last lines for error messages.

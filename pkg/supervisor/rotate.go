@@ -18,6 +18,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/atomicfile"
 	"github.com/basin-csi/basin/internal/owned"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -46,6 +47,9 @@ import (
 // ones from, and picks up a secret only at its next stage.
 var ErrNotRotatable = errors.New("supervisor: volume staged without credentials cannot switch to new ones")
 
+// maxCredentialsFile bounds what ReadRotation reads.
+const maxCredentialsFile = 1 << 20
+
 // rotationTimeout bounds UpdateCredentials when ctx has no earlier
 // deadline; resendInterval is how often SIGHUP is repeated while waiting
 // (a process that was just replaced by a heal may have missed it).
@@ -61,8 +65,8 @@ type rotationJSON struct {
 	// staged with.
 	Supersedes string `json:"supersedes"`
 	// Generation counts the rotations since the volume was staged (>= 1).
-	Generation  uint64          `json:"generation"`
-	Credentials credentialsJSON `json:"credentials"`
+	Generation  uint64                    `json:"generation"`
+	Credentials mountspec.CredentialsJSON `json:"credentials"`
 }
 
 // RotationFiles returns the rotation and ack file paths of a volume in the
@@ -75,22 +79,9 @@ func RotationFiles(dir, volumeID string) (creds, ack string) {
 
 // credentialsDigest identifies c without revealing it.
 func credentialsDigest(c objstore.Credentials) string {
-	b, _ := json.Marshal(toJSON(c)) // a struct of strings: cannot fail
+	b, _ := json.Marshal(mountspec.EncodeCredentials(c)) // a struct of strings: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-func toJSON(c objstore.Credentials) credentialsJSON {
-	return credentialsJSON{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey,
-		SessionToken: c.SessionToken, GCSCredentialsJSON: string(c.GCSCredentialsJSON)}
-}
-
-func fromJSON(cj credentialsJSON) objstore.Credentials {
-	c := objstore.Credentials{AccessKeyID: cj.AccessKeyID, SecretAccessKey: cj.SecretAccessKey, SessionToken: cj.SessionToken}
-	if cj.GCSCredentialsJSON != "" {
-		c.GCSCredentialsJSON = []byte(cj.GCSCredentialsJSON)
-	}
-	return c
 }
 
 // ReadRotation returns the credentials in a volume's rotation file in dir
@@ -104,7 +95,7 @@ func ReadRotation(dir, volumeID string, base objstore.Credentials) (c objstore.C
 	if err != nil || !found || r.Supersedes != credentialsDigest(base) {
 		return objstore.Credentials{}, 0, false, err
 	}
-	return fromJSON(r.Credentials), r.Generation, true, nil
+	return r.Credentials.Credentials(), r.Generation, true, nil
 }
 
 // readRotationFile reads path; found is false when it does not exist.
@@ -200,7 +191,7 @@ func (m *Manager) UpdateCredentials(ctx context.Context, volumeID string, c objs
 	}
 	if !cur.Equal(c) {
 		gen++
-		b, err := json.Marshal(rotationJSON{Supersedes: credentialsDigest(base), Generation: gen, Credentials: toJSON(c)})
+		b, err := json.Marshal(rotationJSON{Supersedes: credentialsDigest(base), Generation: gen, Credentials: mountspec.EncodeCredentials(c)})
 		if err != nil {
 			return fmt.Errorf("supervisor: encode rotation file: %w", err)
 		}
