@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,21 @@ func TestMountRefusesUnknownOptions(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("message %q does not name %s", stderr, want)
 		}
+	}
+}
+
+// TestMountReportsVersionSkew: a hand-off file of another spec version
+// (node plugin and mount process from different releases) ends the mount
+// process with ExitVersion, not ExitInvalid, so the node plugin does not
+// call the request invalid.
+func TestMountReportsVersionSkew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mount.json")
+	b := fmt.Sprintf(`{"spec":{"version":%d},"credentials":{}}`, mountspec.Version+1)
+	if err := os.WriteFile(path, []byte(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr, _ := mountExit(t, "--fd", "3", "--cache-dir", t.TempDir(), "--spec-file", path)
+	if code != mountspec.ExitVersion {
+		t.Errorf("exit code %d, want ExitVersion (%d)\n%s", code, mountspec.ExitVersion, stderr)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
 func TestToStatus(t *testing.T) {
@@ -80,5 +82,32 @@ func TestRedact(t *testing.T) {
 		volumeattr.SecretAccessKeyID: "AKIA123456", "x": "abc"})
 	if len(v) != 1 || v[0] != "AKIA123456" {
 		t.Errorf("secretValues = %q", v)
+	}
+}
+
+// TestStageErrorOfAMountProcessExit: what NodeStageVolume answers when the
+// mount process gave up with one of mountspec's exit codes. A version skew
+// between the node plugin and the mount process is the deployment's
+// problem, not an invalid request.
+func TestStageErrorOfAMountProcessExit(t *testing.T) {
+	for _, c := range []struct {
+		exit int
+		code codes.Code
+	}{
+		{mountspec.ExitNotFound, codes.NotFound},
+		{mountspec.ExitAccessDenied, codes.PermissionDenied},
+		{mountspec.ExitUnavailable, codes.Unavailable},
+		{mountspec.ExitInvalid, codes.InvalidArgument},
+		{mountspec.ExitVersion, codes.FailedPrecondition},
+		{1, codes.FailedPrecondition},
+	} {
+		// As the supervisor reports it (exitError in pkg/supervisor).
+		err := fmt.Errorf("%w before serving (exit status %d)", supervisor.ErrExited, c.exit)
+		if cause := mountspec.ExitError(c.exit); cause != nil {
+			err = fmt.Errorf("%w before serving (%w)", supervisor.ErrExited, cause)
+		}
+		if got := status.Code(toStatus(stageError(err))); got != c.code {
+			t.Errorf("exit code %d: %v, want %v", c.exit, got, c.code)
+		}
 	}
 }

@@ -22,8 +22,9 @@
 //     error naming the option and the accepted ones.
 //   - Exit codes (exit.go) tell the node plugin why a mount process gave
 //     up before serving: a missing bucket, refused credentials, an
-//     unreachable store. ExitCode and ExitError are the one mapping
-//     between them and the objstore sentinels.
+//     unreachable store, an invalid spec, or a spec of another version
+//     (ExitVersion: a release skew, not an invalid request). ExitCode and
+//     ExitError are the one mapping between them and the sentinels.
 //
 // The package imports only objstore and internal/mountdefaults; the
 // supervisor, the driver and the mount command all import it.

@@ -14,6 +14,10 @@ const (
 	ExitAccessDenied = 4 // the store refused the credentials
 	ExitUnavailable  = 5 // the store could not be reached in time
 	ExitInvalid      = 6 // the spec or the arguments are not valid
+	// ExitVersion: the hand-off file's Spec is of another version (the
+	// node plugin and the mount process are from different releases). It
+	// is not ExitInvalid: the request was fine, the deployment is not.
+	ExitVersion = 7
 )
 
 // exitCodes is the one table between exit codes and the errors they
@@ -30,8 +34,8 @@ func exitCodes() []struct {
 		{ExitNotFound, objstore.ErrNotFound},
 		{ExitUnavailable, objstore.ErrUnavailable},
 		{ExitUnavailable, objstore.ErrThrottled},
+		{ExitVersion, ErrVersion},
 		{ExitInvalid, ErrInvalid},
-		{ExitInvalid, ErrVersion},
 		{ExitInvalid, objstore.ErrInvalidConfig},
 	}
 }
@@ -48,7 +52,8 @@ func ExitCode(err error) int {
 }
 
 // ExitError returns an error wrapping the sentinel an exit code stands
-// for, or nil for a code without a known cause.
+// for (the first in the table for a code that several share), or nil for
+// a code without a known cause.
 func ExitError(code int) error {
 	for _, e := range exitCodes() {
 		if e.code == code {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestExitCodesRoundTrip(t *testing.T) {
-	for _, sentinel := range []error{objstore.ErrNotFound, objstore.ErrAccessDenied, objstore.ErrUnavailable, ErrInvalid} {
+	for _, sentinel := range []error{objstore.ErrNotFound, objstore.ErrAccessDenied, objstore.ErrUnavailable, ErrInvalid, ErrVersion} {
 		code := ExitCode(fmt.Errorf("open: %w", sentinel))
 		if code <= 1 {
 			t.Errorf("%v: exit code %d", sentinel, code)
@@ -21,5 +21,21 @@ func TestExitCodesRoundTrip(t *testing.T) {
 	}
 	if ExitCode(errors.New("other")) != 1 || ExitError(1) != nil || ExitError(0) != nil {
 		t.Error("an unknown cause maps to a sentinel")
+	}
+}
+
+// TestExitVersionIsNotInvalid: a version skew between the node plugin and
+// the mount process has its own code, so the node plugin does not report
+// it as an invalid request.
+func TestExitVersionIsNotInvalid(t *testing.T) {
+	code := ExitCode(fmt.Errorf("read hand-off file: %w", ErrVersion))
+	if code != ExitVersion {
+		t.Fatalf("ExitCode(ErrVersion) = %d, want ExitVersion (%d)", code, ExitVersion)
+	}
+	if err := ExitError(code); errors.Is(err, ErrInvalid) || !errors.Is(err, ErrVersion) {
+		t.Errorf("ExitError(ExitVersion) = %v, want ErrVersion and not ErrInvalid", err)
+	}
+	if err := ExitError(ExitInvalid); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ExitError(ExitInvalid) = %v, want ErrInvalid", err)
 	}
 }
