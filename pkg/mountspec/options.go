@@ -16,7 +16,7 @@ type option struct {
 func options() []option {
 	return []option{
 		{"ro", "mount read-only: every change fails with EROFS (as readOnly=true)"},
-		{"rw", "read-write (the default; ro, readOnly=true or a reader access mode win)"},
+		{"rw", "read-write (the default; ro from the other list of options, readOnly=true or a reader access mode win)"},
 		{"noexec", "programs on the volume cannot be executed"},
 		{"exec", "programs may be executed (the default)"},
 		{"noatime", "the kernel does not update access times"},
@@ -73,9 +73,21 @@ func ParseOptions(opts []string) ([]string, error) {
 }
 
 // WithOptions returns s with opts (see ParseOptions) added to its mount
-// options; "ro" makes it read-only. Options already there are kept.
+// options; "ro" makes it read-only. Options already there are kept, except
+// that "ro" in either list wins over "rw" in the other (as readOnly=true
+// and a reader access mode do): a volume's mountOptions attribute "rw"
+// does not stop a PersistentVolume from being mounted "ro". Both in the
+// same list, and "exec" with "noexec" anywhere, are still an error.
 func (s Spec) WithOptions(opts []string) (Spec, error) {
-	merged, err := ParseOptions(append(slices.Clone(s.MountOptions), opts...))
+	add, err := ParseOptions(opts)
+	if err != nil {
+		return Spec{}, err
+	}
+	all := append(slices.Clone(s.MountOptions), add...)
+	if slices.Contains(all, "ro") {
+		all = slices.DeleteFunc(all, func(o string) bool { return o == "rw" })
+	}
+	merged, err := ParseOptions(all)
 	if err != nil {
 		return Spec{}, err
 	}

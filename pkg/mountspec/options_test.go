@@ -43,6 +43,49 @@ func TestWithOptionsAndFlags(t *testing.T) {
 	}
 }
 
+// TestWithOptionsROWins: ro in one list of options (the attribute's, the
+// PV's) wins over rw in the other, as the rw option's doc says; both in
+// one list, or exec and noexec, are a contradiction.
+func TestWithOptionsROWins(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		spec, opts []string
+		want       []string
+		readOnly   bool
+	}{
+		{"attribute rw, PV ro", []string{"rw", "noatime"}, []string{"ro"}, []string{"noatime", "ro"}, true},
+		{"attribute ro, PV rw", []string{"ro"}, []string{" rw", "noexec"}, []string{"ro", "noexec"}, true},
+		{"rw alone", []string{"rw"}, nil, []string{"rw"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSpec()
+			s.MountOptions = tc.spec
+			got, err := s.WithOptions(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.MountOptions, tc.want) || got.ReadOnly != tc.readOnly || got.Flags().ReadOnly != tc.readOnly {
+				t.Errorf("options %q read-only %v, want %q %v", got.MountOptions, got.ReadOnly, tc.want, tc.readOnly)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name       string
+		spec, opts []string
+	}{
+		{"ro and rw in one list", nil, []string{"ro", "rw"}},
+		{"exec and noexec across lists", []string{"exec"}, []string{"noexec"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSpec()
+			s.MountOptions = tc.spec
+			if _, err := s.WithOptions(tc.opts); !errors.Is(err, ErrInvalid) {
+				t.Errorf("WithOptions = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
 func TestWithMountGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
