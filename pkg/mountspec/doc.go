@@ -26,6 +26,7 @@
 //     (ExitVersion: a release skew, not an invalid request). ExitCode and
 //     ExitError are the one mapping between them and the sentinels.
 //
-// The package imports only objstore and internal/mountdefaults; the
+// The package imports only objstore, internal/mountdefaults and
+// internal/owned (the private-file checks of the hand-off file); the
 // supervisor, the driver and the mount command all import it.
 package mountspec
