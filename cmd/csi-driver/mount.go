@@ -81,9 +81,10 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 		return nil, fmt.Errorf("open %s: %w", cfg.Spec.SourceURL(), err)
 	}
 	store := objstore.WithPrefix(adapter, cfg.Spec.Prefix)
-	if !cfg.Resume {
-		// A takeover serves a live mount: a hiccup of the store must not
-		// fail it; every other start refuses a bucket it cannot use.
+	if !cfg.Resume && !cfg.NoBucketCheck {
+		// A takeover or a remount heal serves pods that use the volume
+		// already: a hiccup of the store must not fail them; a stage
+		// refuses a bucket it cannot use.
 		if err := checkBucket(ctx, store, cfg.Spec); err != nil {
 			_ = store.Close()
 			return nil, err

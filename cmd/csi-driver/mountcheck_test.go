@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,5 +134,43 @@ func TestMountReportsVersionSkew(t *testing.T) {
 	code, stderr, _ := mountExit(t, "--fd", "3", "--cache-dir", t.TempDir(), "--spec-file", path)
 	if code != mountspec.ExitVersion {
 		t.Errorf("exit code %d, want ExitVersion (%d)\n%s", code, mountspec.ExitVersion, stderr)
+	}
+}
+
+// TestMountWithoutBucketCheckServes: the node plugin's remount heal
+// (--no-bucket-check) serves the mount although the store cannot be
+// reached, so what is cached stays readable; the same start without the
+// flag exits with ExitUnavailable (TestMountChecksTheBucket).
+func TestMountWithoutBucketCheckServes(t *testing.T) {
+	testserver.RequireFUSE(t)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	_ = closed.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "basin-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "basin-test-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	mnt := t.TempDir()
+	fd := mountFD(t, mnt)
+	stop := startMount(t, "", "--fd", fmt.Sprint(fd), "--no-bucket-check", "--cache-dir", t.TempDir(),
+		"--endpoint", "http://"+closedAddr, "--path-style", "--op-timeout", "2s", "s3://basin-offline")
+	// statfs always reaches the FUSE process: it answers, so it serves.
+	waitFor(t, "the mount to answer", func() bool {
+		// Bounded: without a server the kernel holds statfs until killed.
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		return exec.CommandContext(ctx, "stat", "-f", mnt).Run() == nil
+	})
+	if err := stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}
+
+func TestNoBucketCheckNeedsFD(t *testing.T) {
+	_, err := parseMountArgs([]string{"--no-bucket-check", "file:///tmp", "/mnt"})
+	if err == nil || !strings.Contains(err.Error(), "--no-bucket-check needs --fd") {
+		t.Errorf("parse: %v, want an error naming --no-bucket-check", err)
 	}
 }

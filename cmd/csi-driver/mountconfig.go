@@ -26,7 +26,7 @@ type mountFlags struct {
 	allowOther, foreground    bool
 	fd                        int
 	session                   string
-	resume                    bool
+	resume, noBucketCheck     bool
 	specFile                  string
 	debug, disablePassthrough bool
 
@@ -68,6 +68,10 @@ type mountConfig struct {
 	// Resume takes over a live connection: the bucket is not checked
 	// again (the mount serves already; a hiccup must not fail it).
 	Resume bool
+	// NoBucketCheck serves without checking the bucket first: the remount
+	// heal of a volume pods already use, which serves what is cached even
+	// while the store is down.
+	NoBucketCheck bool
 }
 
 // newMountConfig validates flags and arguments and reports every problem.
@@ -163,12 +167,14 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	switch {
 	case (f.session != "" || f.resume) && f.fd < 0:
 		bad("--session and --resume need --fd")
+	case f.noBucketCheck && f.fd < 0:
+		bad("--no-bucket-check needs --fd")
 	case f.resume && f.session == "":
 		bad("--resume needs --session: the connection to take over")
 	case f.session != "":
 		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
 	}
-	c.Debug, c.Resume = f.debug, f.resume
+	c.Debug, c.Resume, c.NoBucketCheck = f.debug, f.resume, f.noBucketCheck
 	return c, errors.Join(errs...)
 }
 

@@ -239,8 +239,8 @@ func TestWatchdogHeals(t *testing.T) {
 				t.Fatal(err)
 			}
 			first := f.runner.Last()
-			if resumes(first) || sessionOf(first) == "" {
-				t.Fatalf("first process args %v: want --session and no --resume", first.Spec.Args)
+			if resumes(first) || sessionOf(first) == "" || slices.Contains(first.Spec.Args, "--no-bucket-check") {
+				t.Fatalf("first process args %v: want --session, no --resume, and the bucket checked", first.Spec.Args)
 			}
 			if tc.name == "hung mount" {
 				// The successor answers on the same connection.
@@ -285,6 +285,11 @@ func TestWatchdogHeals(t *testing.T) {
 			case "remount":
 				if resumes(last) || sessionOf(last) == sessionOf(first) {
 					t.Errorf("last args %v: want a fresh session", last.Spec.Args)
+				}
+				// The pods use the volume already: the cache serves them
+				// even while the store is down.
+				if !slices.Contains(last.Spec.Args, "--no-bucket-check") {
+					t.Errorf("remount args %v: want --no-bucket-check", last.Spec.Args)
 				}
 				if fuse != 2 {
 					t.Errorf("%d FUSE mounts, want 2 (remount)", fuse)

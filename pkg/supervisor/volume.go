@@ -148,7 +148,9 @@ func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) 
 	v.dev = dev
 	v.mu.Unlock()
 	session := newSessionID()
-	if err := m.serve(ctx, v, fd, session, false); err != nil {
+	// Only a stage checks the bucket: a remount heal serves pods that
+	// already use the volume, from its cache if the store is down.
+	if err := m.serve(ctx, v, fd, session, false, first); err != nil {
 		return err
 	}
 	if m.cfg.ReadAhead > 0 {
@@ -168,15 +170,16 @@ func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) 
 func (m *Manager) takeover(ctx context.Context, v *volume, fd *os.File, session string) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.ReadyTimeout)
 	defer cancel()
-	return m.serve(ctx, v, fd, session, true)
+	return m.serve(ctx, v, fd, session, true, false)
 }
 
 // serve starts a FUSE process on fd and waits until the mount answers; on
 // success the process and fd become v's. On error the process is gone and
-// fd is still the caller's.
-func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session string, resume bool) error {
+// fd is still the caller's. checkBucket has a fresh (not resumed) process
+// refuse a bucket it cannot use before it serves.
+func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session string, resume, checkBucket bool) error {
 	req := v.req
-	spec, cleanup, err := m.processSpec(req, fd, v.logs, session, resume)
+	spec, cleanup, err := m.processSpec(req, fd, v.logs, session, resume, checkBucket)
 	if err != nil {
 		return err
 	}
@@ -267,7 +270,7 @@ func (m *Manager) teardown(ctx context.Context, v *volume) error {
 // as descriptor 3: identity and session flags only; the mount spec and the
 // credentials go in a hand-off file the child reads and deletes. cleanup
 // removes the file if the child did not.
-func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog, session string, resume bool) (spec ProcessSpec, cleanup func(), err error) {
+func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog, session string, resume, checkBucket bool) (spec ProcessSpec, cleanup func(), err error) {
 	path, err := mountspec.WriteHandoffFile(m.cfg.CredentialsDir, mountspec.Handoff{Spec: req.Spec, Credentials: req.Credentials})
 	if err != nil {
 		return ProcessSpec{}, nil, err
@@ -281,6 +284,9 @@ func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog, session st
 	args := []string{"mount", "--fd", "3", "--volume-id", req.VolumeID, "--cache-dir", req.CacheDir, "--session", session}
 	if resume {
 		args = append(args, "--resume")
+	}
+	if !resume && !checkBucket {
+		args = append(args, "--no-bucket-check")
 	}
 	args = append(args, "--spec-file", path)
 	env := append([]string(nil), m.cfg.Env...)
