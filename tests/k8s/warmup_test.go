@@ -61,7 +61,11 @@ func TestWarmupJob(t *testing.T) {
 	s := openBucket(t, "e2e-warmup", true)
 	sums := putObjects(t, s, "train/", 150, 128<<10)
 	const handle = "e2e-warmup-vol"
-	staticVolume(t, ns, "e2e-warmup", handle, "e2e-warmup", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1"})
+	// An immutable dataset: listings and "no such object" are trusted
+	// forever (with the default 5s negativeMetadataTTL, a lookup of
+	// "train" more than 5s after the warmup listed the root asks the
+	// bucket whether an object "train" appeared meanwhile).
+	staticVolume(t, ns, "e2e-warmup", handle, "e2e-warmup", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
 
 	apply(t, warmupJob(t, ns, "e2e-warmup"))
 	kubectl(t, "-n", ns, "wait", "--for=condition=complete", "job/imagenet-warmup", "--timeout=180s")
