@@ -1,7 +1,7 @@
 package cache
 
 // The public surface of the cache, by concern:
-//   - cache.go: Open, Close, Sync, Stats, Dir, StagingDir; options.go:
+//   - cache.go: Open, Close, Sync, Stats, Dir, StagingDir, WritesDir; options.go:
 //     Options; errors.go: the sentinel errors.
 //   - metadata.go: Stat, List, Invalidate; prime.go: Prime; knowndir.go:
 //     KnownDir.

@@ -120,6 +120,7 @@ const (
 	usageFileName  = "usage.json"
 	dataDirName    = "data"
 	stagingDirName = "staging"
+	writesDirName  = "writes"
 
 	dirMode  = 0o700
 	fileMode = 0o600

@@ -175,7 +175,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 
 // openFiles creates the layout, opens the index and recovers.
 func (c *Cache) openFiles(ctx context.Context) error {
-	for _, d := range []string{dataDirName, stagingDirName} {
+	for _, d := range []string{dataDirName, stagingDirName, writesDirName} {
 		if err := os.MkdirAll(filepath.Join(c.dir, d), dirMode); err != nil {
 			return fmt.Errorf("cache: create %s: %w", d, err)
 		}
@@ -311,6 +311,13 @@ func (c *Cache) goJob(fn func()) bool {
 // StagingDir is a directory on the cache's file system where the FUSE layer
 // stages written files before upload (so Install is a rename).
 func (c *Cache) StagingDir() string { return c.stagingDir }
+
+// WritesDir is a directory on the cache's file system for files being
+// written through FUSE. Unlike StagingDir it is kept as it is across Open:
+// a process that takes a live connection over adopts the files its
+// predecessor's writers left there, so its contents belong to the FUSE
+// layer, which removes what it does not adopt.
+func (c *Cache) WritesDir() string { return filepath.Join(c.dir, writesDirName) }
 
 // Dir is the cache directory.
 func (c *Cache) Dir() string { return c.dir }

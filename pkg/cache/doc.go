@@ -15,8 +15,11 @@
 //	              sha256(len|Origin, len|key, len|Version, size), never the
 //	              key, so keys with "..", "/", odd bytes or 4 KiB length are
 //	              safe; fan-out over 4096 directories (first 3 hex digits)
-//	staging/      StagingDir: files written through FUSE before upload;
-//	              emptied by Open
+//	staging/      StagingDir: files installed by rename (Install); emptied
+//	              by Open
+//	writes/       WritesDir: files being written through FUSE, kept across
+//	              Open for a successor process to adopt; owned by the FUSE
+//	              layer
 //
 // A data file holds the object's bytes at their offsets; a block absent
 // from the cache is a hole (or lies past the end of the file). A fully

@@ -22,6 +22,7 @@ type cacheBackend interface {
 	RenameInodes(src, dst string) error
 	OpenObject(ctx context.Context, info objstore.ObjectInfo) (objectHandle, error)
 	StagingDir() string
+	WritesDir() string
 	Install(ctx context.Context, info objstore.ObjectInfo, stagedPath string) error
 	Stats() cache.Stats
 }

@@ -53,12 +53,19 @@
 // # Writes
 //
 // Unless the volume is read-only (then every mutation is EROFS), writes are
-// staged in a local file under cache.StagingDir and uploaded with one
+// staged in a local file under cache.WritesDir and uploaded with one
 // store.Put (the adapter switches to multipart for large bodies) when a
 // file descriptor is closed (FLUSH) or fsync'ed. A close or fsync that
-// returned success means the object is in the bucket. After the last handle
-// is released the staged file is installed as the cached copy of the new
-// version, so a checkpoint written here is re-read locally.
+// returned success means the object is in the bucket; neither is cut short
+// by the kernel's interrupts. After the last handle is released the staged
+// file is installed as the cached copy of the new version, so a checkpoint
+// written here is re-read locally.
+//
+// The bucket changes only when a whole version is uploaded: O_TRUNC,
+// ftruncate and rewrites change the staged file, never the object, until
+// close or fsync. A process that takes the connection over adopts the
+// staged files of the files its predecessor had open (writes.go), so their
+// writers go on as if nothing happened.
 //
 //   - New files (O_CREAT) start empty; an empty file is uploaded too.
 //   - Opening an existing object with O_TRUNC starts from an empty file.

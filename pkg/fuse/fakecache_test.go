@@ -57,6 +57,7 @@ func newFakeCache(store objstore.Store, dir string, ttl, neg time.Duration, noLo
 	}
 	_ = os.MkdirAll(c.dataDir, 0o700)
 	_ = os.MkdirAll(c.staging, 0o700)
+	_ = os.MkdirAll(c.WritesDir(), 0o700)
 	return c
 }
 
@@ -235,6 +236,8 @@ func (c *fakeCache) OpenObject(ctx context.Context, info objstore.ObjectInfo) (o
 }
 
 func (c *fakeCache) StagingDir() string { return c.staging }
+
+func (c *fakeCache) WritesDir() string { return filepath.Join(filepath.Dir(c.staging), "writes") }
 
 func (c *fakeCache) Install(_ context.Context, info objstore.ObjectInfo, staged string) error {
 	if c.noLocal {

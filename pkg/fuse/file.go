@@ -10,6 +10,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -58,6 +59,8 @@ func (n *fileNode) currentInfo() objstore.ObjectInfo {
 	if w != nil {
 		info.Size = w.size.Load()
 		info.ModTime = time.Unix(0, w.mtime.Load())
+	} else if size, ok := n.fsys.writes.size(n.StableAttr().Ino); ok {
+		info.Size = size // written by a dead predecessor, not adopted yet
 	}
 	return info
 }
@@ -96,6 +99,9 @@ func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.At
 	n.mu.Lock()
 	local := n.w != nil
 	n.mu.Unlock()
+	if _, staged := n.fsys.writes.size(n.StableAttr().Ino); staged {
+		local = true
+	}
 	key, ok := n.key()
 	if local || !ok {
 		// Being written, or unlinked while open: answer from memory.
@@ -169,12 +175,15 @@ func (n *fileNode) acquireWrite() (*writeState, syscall.Errno) {
 		// file; the kernel would refuse (or misdirect) a cached open.
 		return nil, syscall.ETXTBSY
 	}
-	if n.w == nil {
+	if n.w == nil && !n.adoptLocked() {
 		base := n.info
 		if base.Key != "" && ok {
 			base.Key = key // the node may have been renamed
 		}
-		n.w = newWriteState(n, base)
+		n.w = newWriteState(n, n.StableAttr().Ino, base)
+	}
+	if n.w == nil {
+		return nil, syscall.EIO // a staged file that could not be adopted
 	}
 	n.w.refs++
 	n.w.writers.Add(1)
@@ -184,10 +193,33 @@ func (n *fileNode) acquireWrite() (*writeState, syscall.Errno) {
 // acquireReadLocked returns the write state for a reader, if there is one,
 // with one more reference. The caller holds n.mu.
 func (n *fileNode) acquireReadLocked() *writeState {
+	if n.w == nil {
+		n.adoptLocked()
+	}
 	if n.w != nil {
 		n.w.refs++
 	}
 	return n.w
+}
+
+// adoptLocked makes the staged file a dead predecessor left for this
+// inode its write state (writes.go). It reports whether there was one;
+// n.w stays nil if it could not be opened, which fails the open rather
+// than serve the bucket's older content. The caller holds n.mu.
+func (n *fileNode) adoptLocked() bool {
+	ino := n.StableAttr().Ino
+	path, ok := n.fsys.writes.take(ino)
+	if !ok {
+		return false
+	}
+	w := newWriteState(n, ino, n.info)
+	if err := w.adopt(path); err != nil {
+		klog.ErrorS(err, "adopting the staged file of a file being written", "volume", n.fsys.cfg.VolumeID, "ino", ino)
+		return true
+	}
+	klog.V(2).InfoS("adopted a file being written", "volume", n.fsys.cfg.VolumeID, "ino", ino, "size", w.size.Load())
+	n.w = w
+	return true
 }
 
 // releaseWrite drops a reference; the last one finishes the write state

@@ -24,6 +24,7 @@ type FS struct {
 	cfg     Config
 	store   objstore.Store
 	cache   cacheBackend
+	writes  *stagedWrites
 	root    *dirNode
 	started time.Time
 
@@ -59,7 +60,7 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	}
-	f := &FS{cfg: cfg.withDefaults(), store: store, cache: c, started: time.Now()}
+	f := &FS{cfg: cfg.withDefaults(), store: store, cache: c, writes: newStagedWrites(c.WritesDir()), started: time.Now()}
 	f.root = &dirNode{fsys: f}
 	return f, nil
 }

@@ -74,6 +74,7 @@ type ioLedger struct {
 	live    map[uint64]ioCount
 	records int
 	failed  bool // a write failed (logged once)
+	unknown bool // resumed without a ledger: inherited opens are unknown
 }
 
 // ledgerPath is the ledger of the connection named session next to the
@@ -110,6 +111,7 @@ func (l *ioLedger) replay() error {
 	b, err := os.ReadFile(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		klog.InfoS("no I/O mode ledger for this connection: inherited open files are unknown", "path", l.path)
+		l.unknown = true
 		return nil
 	}
 	if err != nil {

@@ -44,8 +44,8 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	}
 	var w *writeState
 	if existing != nil {
-		w = newWriteState(nil, *existing)
-	} else if w, err = newCreatedState(f); err != nil {
+		w = newWriteState(nil, ino, *existing)
+	} else if w, err = newCreatedState(f, ino); err != nil {
 		return nil, nil, 0, f.errno("create", key, err)
 	}
 	fn := &fileNode{fsys: f, w: w, userOpens: 1}

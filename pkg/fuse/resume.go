@@ -191,6 +191,10 @@ func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode boo
 	}
 	sfs := newSessionFS(rawfs, so.Resume)
 	f.pinned = sfs.pinned
+	sfs.orphaned = f.writes.drop
+	// Files staged for writers: a resumed session keeps those of inodes
+	// its predecessors still had open, for adoption (writes.go).
+	var inheritedOpen func(ino uint64) bool
 	if fdMode && so.File != "" {
 		l, inherited, err := openLedger(ledgerPath(so.File, so.ID), so.Resume)
 		if err != nil {
@@ -201,6 +205,12 @@ func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode boo
 		if so.Resume {
 			klog.InfoS("resuming with inherited open files", "volume", f.cfg.VolumeID, "inodes", len(inherited))
 		}
+		if !l.unknown {
+			inheritedOpen = func(ino uint64) bool { _, ok := inherited[ino]; return ok }
+		}
+	}
+	if err := f.writes.scan(so.Resume, inheritedOpen); err != nil {
+		return nil, err
 	}
 	if !so.Resume {
 		srv, err := gofuse.NewServer(sfs, mountpoint, mo)

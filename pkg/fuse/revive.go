@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -37,6 +38,13 @@ func (d *dirNode) LookupNode(ctx context.Context, id uint64, out *gofuse.EntryOu
 	}
 	if !errors.Is(err, objstore.ErrNotFound) {
 		return nil, f.errno("revive", key, err)
+	}
+	if size, staged := f.writes.size(id); staged {
+		// Created by the predecessor and not uploaded yet: its writer
+		// goes on with the staged file (writes.go).
+		fn := &fileNode{fsys: f, revived: key}
+		f.fillFileAttr(&out.Attr, size, time.Now())
+		return d.NewInode(ctx, fn, fs.StableAttr{Mode: syscall.S_IFREG, Ino: id}), 0
 	}
 	isDir, err := f.dirExists(octx, key)
 	if err != nil {

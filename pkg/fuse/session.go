@@ -18,9 +18,10 @@ import (
 //     go-fuse's 32-bit handle. A handle of another epoch was opened
 //     by a dead predecessor ("inherited"): it is re-derived from what the
 //     kernel sends (node ID, open flags) by opening the node again, once,
-//     on first use. An inherited handle that could write is not resumed:
-//     the data its writer had not uploaded died with the process, so
-//     writes, flush and fsync on it fail with EIO instead of pretending.
+//     on first use: read-only, or read-write for a handle that could
+//     write. A writer's open adopts the file its predecessor staged for
+//     the inode (writes.go), so it goes on where it was: later writes,
+//     flush and fsync work as before the death.
 //   - With fs.Options.ExternalNodeID the kernel's node IDs are the inode
 //     numbers of the cache's persistent table. In a resumed session a node
 //     ID the bridge does not know is revived first (LOOKUP "." →
@@ -48,6 +49,7 @@ type sessionFS struct {
 	// set before serving:
 	ledger     *ioLedger      // nil: none (no session record)
 	unregister func(id int32) // releases a backing ID; nil: none
+	orphaned   func(ino uint64) // the last inherited open of ino is gone; nil: none
 
 	mu sync.Mutex
 	// guarded by mu, resumed sessions only:
@@ -132,6 +134,9 @@ func (s *sessionFS) unpin(ino uint64) {
 	if last && p.pt && s.unregister != nil {
 		s.unregister(p.backing)
 	}
+	if last && s.orphaned != nil {
+		s.orphaned(ino)
+	}
 }
 
 // own encodes a bridge handle for the kernel.
@@ -149,8 +154,9 @@ func (s *sessionFS) own(fh uint64, flags uint32, mode ioMode) uint64 {
 func (s *sessionFS) mine(fh uint64) bool { return fh == 0 || fh&^(1<<fhEpochBits-1) == s.epoch }
 
 // handle maps a kernel handle to the bridge's. Inherited handles are
-// re-opened on node (as directories if dir) with flags, read-only.
-func (s *sessionFS) handle(cancel <-chan struct{}, h *gofuse.InHeader, fh uint64, flags uint32, dir bool) (uint64, gofuse.Status) {
+// re-opened on node (as directories if dir) with flags: read-write if the
+// handle could write, else read-only.
+func (s *sessionFS) handle(h *gofuse.InHeader, fh uint64, flags uint32, dir bool) (uint64, gofuse.Status) {
 	if s.mine(fh) {
 		return fh & fhBridge, gofuse.OK
 	}
@@ -162,12 +168,17 @@ func (s *sessionFS) handle(cancel <-chan struct{}, h *gofuse.InHeader, fh uint64
 	}
 	s.mu.Unlock()
 	a.once.Do(func() {
-		in := gofuse.OpenIn{InHeader: *h, Flags: flags&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_APPEND) | syscall.O_RDONLY}
+		// Not cancelled with the request (see node).
+		acc := uint32(syscall.O_RDONLY)
+		if fh&fhWritable != 0 {
+			acc = syscall.O_RDWR
+		}
+		in := gofuse.OpenIn{InHeader: *h, Flags: flags&^(syscall.O_ACCMODE|syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC|syscall.O_APPEND) | acc}
 		var out gofuse.OpenOut
 		if dir {
-			a.st = s.RawFileSystem.OpenDir(cancel, &in, &out)
+			a.st = s.RawFileSystem.OpenDir(nil, &in, &out)
 		} else {
-			a.st = s.RawFileSystem.Open(cancel, &in, &out)
+			a.st = s.RawFileSystem.Open(nil, &in, &out)
 		}
 		a.fh = out.Fh
 	})
@@ -191,9 +202,6 @@ func (s *sessionFS) keep(fh *uint64) bool {
 	return false
 }
 
-// lostWriter reports whether fh is an inherited handle that could write.
-func (s *sessionFS) lostWriter(fh uint64) bool { return !s.mine(fh) && fh&fhWritable != 0 }
-
 // release forgets an inherited handle; it returns the bridge handle to
 // release (0: none, it was never used here).
 func (s *sessionFS) release(fh uint64) uint64 {
@@ -216,7 +224,7 @@ func (s *sessionFS) release(fh uint64) uint64 {
 }
 
 // node makes sure the bridge knows id before a request about it.
-func (s *sessionFS) node(cancel <-chan struct{}, h *gofuse.InHeader, id uint64) gofuse.Status {
+func (s *sessionFS) node(h *gofuse.InHeader, id uint64) gofuse.Status {
 	if !s.resumed || id == 0 || id == gofuse.FUSE_ROOT_ID {
 		return gofuse.OK
 	}
@@ -229,7 +237,11 @@ func (s *sessionFS) node(cancel <-chan struct{}, h *gofuse.InHeader, id uint64) 
 	hdr := *h
 	hdr.NodeId = id
 	var out gofuse.EntryOut
-	st := s.RawFileSystem.Lookup(cancel, &hdr, ".", &out)
+	// Reviving is housekeeping (bounded by the operation timeout), not
+	// the request's work: the kernel resends a request its caller was
+	// interrupted in together with the interrupt, and a revive (or an
+	// adoption, in handle) cancelled by it would fail a close with EINTR.
+	st := s.RawFileSystem.Lookup(nil, &hdr, ".", &out)
 	s.entered(st, &out)
 	if st.Ok() && out.NodeId == 0 {
 		return gofuse.Status(syscall.ESTALE)

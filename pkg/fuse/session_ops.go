@@ -9,7 +9,7 @@ import (
 // forwards to the bridge.
 
 func (s *sessionFS) Lookup(cancel <-chan struct{}, h *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Lookup(cancel, h, name, out)
@@ -18,7 +18,7 @@ func (s *sessionFS) Lookup(cancel <-chan struct{}, h *gofuse.InHeader, name stri
 }
 
 func (s *sessionFS) GetAttr(cancel <-chan struct{}, in *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	if in.Flags_&gofuse.FUSE_GETATTR_FH != 0 && !s.keep(&in.Fh_) {
@@ -28,14 +28,18 @@ func (s *sessionFS) GetAttr(cancel <-chan struct{}, in *gofuse.GetAttrIn, out *g
 }
 
 func (s *sessionFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	if fh, ok := in.GetFh(); ok {
-		if s.lostWriter(fh) {
-			return gofuse.EIO
-		}
-		if !s.keep(&in.Fh) {
+		if fh&fhWritable != 0 {
+			// ftruncate: the inherited writer's own handle carries it.
+			bfh, st := s.handle(&in.InHeader, fh, 0, false)
+			if !st.Ok() {
+				return st
+			}
+			in.Fh = bfh
+		} else if !s.keep(&in.Fh) {
 			in.Valid &^= gofuse.FATTR_FH
 		}
 	}
@@ -43,7 +47,7 @@ func (s *sessionFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *g
 }
 
 func (s *sessionFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Mknod(cancel, in, name, out)
@@ -52,7 +56,7 @@ func (s *sessionFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name strin
 }
 
 func (s *sessionFS) Mkdir(cancel <-chan struct{}, in *gofuse.MkdirIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Mkdir(cancel, in, name, out)
@@ -61,34 +65,34 @@ func (s *sessionFS) Mkdir(cancel <-chan struct{}, in *gofuse.MkdirIn, name strin
 }
 
 func (s *sessionFS) Unlink(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.Unlink(cancel, h, name)
 }
 
 func (s *sessionFS) Rmdir(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.Rmdir(cancel, h, name)
 }
 
 func (s *sessionFS) Rename(cancel <-chan struct{}, in *gofuse.RenameIn, oldName, newName string) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	if st := s.node(cancel, &in.InHeader, in.Newdir); !st.Ok() {
+	if st := s.node(&in.InHeader, in.Newdir); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.Rename(cancel, in, oldName, newName)
 }
 
 func (s *sessionFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	if st := s.node(cancel, &in.InHeader, in.Oldnodeid); !st.Ok() {
+	if st := s.node(&in.InHeader, in.Oldnodeid); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Link(cancel, in, name, out)
@@ -97,7 +101,7 @@ func (s *sessionFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string,
 }
 
 func (s *sessionFS) Symlink(cancel <-chan struct{}, h *gofuse.InHeader, target, name string, out *gofuse.EntryOut) gofuse.Status {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Symlink(cancel, h, target, name, out)
@@ -106,49 +110,49 @@ func (s *sessionFS) Symlink(cancel <-chan struct{}, h *gofuse.InHeader, target, 
 }
 
 func (s *sessionFS) Readlink(cancel <-chan struct{}, h *gofuse.InHeader) ([]byte, gofuse.Status) {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return nil, st
 	}
 	return s.RawFileSystem.Readlink(cancel, h)
 }
 
 func (s *sessionFS) Access(cancel <-chan struct{}, in *gofuse.AccessIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.Access(cancel, in)
 }
 
 func (s *sessionFS) GetXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string, dest []byte) (uint32, gofuse.Status) {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return 0, st
 	}
 	return s.RawFileSystem.GetXAttr(cancel, h, attr, dest)
 }
 
 func (s *sessionFS) ListXAttr(cancel <-chan struct{}, h *gofuse.InHeader, dest []byte) (uint32, gofuse.Status) {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return 0, st
 	}
 	return s.RawFileSystem.ListXAttr(cancel, h, dest)
 }
 
 func (s *sessionFS) SetXAttr(cancel <-chan struct{}, in *gofuse.SetXAttrIn, attr string, data []byte) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.SetXAttr(cancel, in, attr, data)
 }
 
 func (s *sessionFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string) gofuse.Status {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.RemoveXAttr(cancel, h, attr)
 }
 
 func (s *sessionFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Create(cancel, in, name, out)
@@ -157,7 +161,7 @@ func (s *sessionFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name str
 }
 
 func (s *sessionFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Tmpfile(cancel, in, out)
@@ -166,7 +170,7 @@ func (s *sessionFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *go
 }
 
 func (s *sessionFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.Open(cancel, in, out)
@@ -174,10 +178,10 @@ func (s *sessionFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.
 }
 
 func (s *sessionFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gofuse.ReadResult, gofuse.Status) {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return nil, st
 	}
-	fh, st := s.handle(cancel, &in.InHeader, in.Fh, in.Flags, false)
+	fh, st := s.handle(&in.InHeader, in.Fh, in.Flags, false)
 	if !st.Ok() {
 		return nil, st
 	}
@@ -186,10 +190,10 @@ func (s *sessionFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) 
 }
 
 func (s *sessionFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.LseekOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	fh, st := s.handle(cancel, &in.InHeader, in.Fh, 0, false)
+	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
 	if !st.Ok() {
 		return st
 	}
@@ -198,10 +202,10 @@ func (s *sessionFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofus
 }
 
 func (s *sessionFS) lk(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	fh, st := s.handle(cancel, &in.InHeader, in.Fh, 0, false)
+	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
 	in.Fh = fh
 	return st
 }
@@ -229,7 +233,7 @@ func (s *sessionFS) SetLkw(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Statu
 
 func (s *sessionFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
 	s.released(in.NodeId, in.Fh) // counted even if the node cannot be revived
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return
 	}
 	if in.Fh = s.release(in.Fh); in.Fh != 0 {
@@ -251,30 +255,29 @@ func (s *sessionFS) Writev(cancel <-chan struct{}, in *gofuse.WriteIn, data [][]
 	return s.RawFileSystem.Writev(cancel, in, data)
 }
 
-// writable maps the handle of a write; inherited writers get EIO.
+// writable maps the handle of a write, adopting an inherited writer's.
 func (s *sessionFS) writable(cancel <-chan struct{}, in *gofuse.WriteIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	if !s.mine(in.Fh) {
-		return gofuse.EIO
-	}
-	in.Fh &= fhBridge
-	return gofuse.OK
+	fh, st := s.handle(&in.InHeader, in.Fh, in.Flags, false)
+	in.Fh = fh
+	return st
 }
 
 func (s *sessionFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRangeIn) (uint32, gofuse.Status) {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return 0, st
 	}
-	if st := s.node(cancel, &in.InHeader, in.NodeIdOut); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeIdOut); !st.Ok() {
 		return 0, st
 	}
-	if !s.mine(in.FhOut) {
-		return 0, gofuse.EIO
+	fhOut, st := s.handle(&in.InHeader, in.FhOut, 0, false)
+	if !st.Ok() {
+		return 0, st
 	}
-	in.FhOut &= fhBridge
-	fh, st := s.handle(cancel, &in.InHeader, in.FhIn, 0, false)
+	in.FhOut = fhOut
+	fh, st := s.handle(&in.InHeader, in.FhIn, 0, false)
 	if !st.Ok() {
 		return 0, st
 	}
@@ -283,10 +286,10 @@ func (s *sessionFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRan
 }
 
 func (s *sessionFS) Ioctl(cancel <-chan struct{}, in *gofuse.IoctlIn, inbuf []byte, out *gofuse.IoctlOut, outbuf []byte) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	fh, st := s.handle(cancel, &in.InHeader, in.Fh, 0, false)
+	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
 	if !st.Ok() {
 		return st
 	}
@@ -295,46 +298,49 @@ func (s *sessionFS) Ioctl(cancel <-chan struct{}, in *gofuse.IoctlIn, inbuf []by
 }
 
 func (s *sessionFS) Flush(cancel <-chan struct{}, in *gofuse.FlushIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	switch {
-	case s.lostWriter(in.Fh):
-		return gofuse.EIO
-	case !s.mine(in.Fh):
-		return gofuse.OK // a reader: nothing to flush
+	if !s.mine(in.Fh) && in.Fh&fhWritable == 0 {
+		return gofuse.OK // an inherited reader: nothing to flush
 	}
-	in.Fh &= fhBridge
+	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
+	if !st.Ok() {
+		return st
+	}
+	in.Fh = fh
 	return s.RawFileSystem.Flush(cancel, in)
 }
 
 func (s *sessionFS) Fsync(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	switch {
-	case s.lostWriter(in.Fh):
-		return gofuse.EIO
-	case !s.mine(in.Fh):
-		return gofuse.OK
+	if !s.mine(in.Fh) && in.Fh&fhWritable == 0 {
+		return gofuse.OK // an inherited reader: nothing to sync
 	}
-	in.Fh &= fhBridge
+	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
+	if !st.Ok() {
+		return st
+	}
+	in.Fh = fh
 	return s.RawFileSystem.Fsync(cancel, in)
 }
 
 func (s *sessionFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	if !s.mine(in.Fh) {
-		return gofuse.EIO
+	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
+	if !st.Ok() {
+		return st
 	}
-	in.Fh &= fhBridge
+	in.Fh = fh
 	return s.RawFileSystem.Fallocate(cancel, in)
 }
 
 func (s *sessionFS) OpenDir(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	st := s.RawFileSystem.OpenDir(cancel, in, out)
@@ -365,16 +371,16 @@ func (s *sessionFS) ReadDirPlus(cancel <-chan struct{}, in *gofuse.ReadIn, out *
 }
 
 func (s *sessionFS) dirHandle(cancel <-chan struct{}, in *gofuse.ReadIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	fh, st := s.handle(cancel, &in.InHeader, in.Fh, in.Flags, true)
+	fh, st := s.handle(&in.InHeader, in.Fh, in.Flags, true)
 	in.Fh = fh
 	return st
 }
 
 func (s *sessionFS) ReleaseDir(in *gofuse.ReleaseIn) {
-	if st := s.node(nil, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return
 	}
 	if in.Fh = s.release(in.Fh); in.Fh != 0 {
@@ -383,7 +389,7 @@ func (s *sessionFS) ReleaseDir(in *gofuse.ReleaseIn) {
 }
 
 func (s *sessionFS) FsyncDir(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	if !s.mine(in.Fh) {
@@ -394,14 +400,14 @@ func (s *sessionFS) FsyncDir(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.
 }
 
 func (s *sessionFS) StatFs(cancel <-chan struct{}, h *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
-	if st := s.node(cancel, h, h.NodeId); !st.Ok() {
+	if st := s.node(h, h.NodeId); !st.Ok() {
 		return st
 	}
 	return s.RawFileSystem.StatFs(cancel, h, out)
 }
 
 func (s *sessionFS) Statx(cancel <-chan struct{}, in *gofuse.StatxIn, out *gofuse.StatxOut) gofuse.Status {
-	if st := s.node(cancel, &in.InHeader, in.NodeId); !st.Ok() {
+	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
 	if in.GetattrFlags&gofuse.FUSE_GETATTR_FH != 0 && !s.keep(&in.Fh) {

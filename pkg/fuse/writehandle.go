@@ -62,21 +62,28 @@ func (h *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 
 // Flush runs at every close(2) of a descriptor: the data written so far is
 // uploaded and close reports the result.
+//
+// The upload ignores the kernel's interrupts (a signal to the writer, such
+// as the Go runtime's preemption signals, or one resent with the request
+// after a takeover): close(2) is never retried by its callers, so EINTR
+// would turn a working upload into an error. It stays bounded by the
+// transfer timeout.
 func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 	if !h.writable {
 		return 0
 	}
-	if err := h.w.upload(ctx); err != nil {
+	if err := h.w.upload(context.WithoutCancel(ctx)); err != nil {
 		return h.node.fsys.errno("flush", h.keyForLog(), err)
 	}
 	return 0
 }
 
+// Fsync uploads like Flush, and like it ignores interrupts.
 func (h *writeHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
 	if !h.writable {
 		return 0
 	}
-	if err := h.w.upload(ctx); err != nil {
+	if err := h.w.upload(context.WithoutCancel(ctx)); err != nil {
 		return h.node.fsys.errno("fsync", h.keyForLog(), err)
 	}
 	return 0

@@ -24,6 +24,7 @@ const copyChunk = 4 << 20
 type writeState struct {
 	// constant
 	node *fileNode
+	ino  uint64              // names the staged file (writes.go)
 	base objstore.ObjectInfo // the object when writing began; Key "" = new file
 
 	// Readable without mu, for getattr during a long upload.
@@ -39,13 +40,14 @@ type writeState struct {
 	mu sync.Mutex
 	// guarded by mu
 	file     *os.File             // staged content; nil until the first change
+	path     string               // file's name in WritesDir; "" once unlinked
 	dirty    bool                 // the staged content differs from the bucket
 	discard  bool                 // unlinked: never upload
 	uploaded *objstore.ObjectInfo // version the clean staged file holds
 }
 
-func newWriteState(n *fileNode, base objstore.ObjectInfo) *writeState {
-	w := &writeState{node: n, base: base}
+func newWriteState(n *fileNode, ino uint64, base objstore.ObjectInfo) *writeState {
+	w := &writeState{node: n, ino: ino, base: base}
 	w.size.Store(base.Size)
 	mt := base.ModTime
 	if mt.IsZero() {
@@ -57,14 +59,32 @@ func newWriteState(n *fileNode, base objstore.ObjectInfo) *writeState {
 
 // newCreatedState is the write state of a file created by O_CREAT: empty,
 // and dirty so that closing it uploads an empty object.
-func newCreatedState(f *FS) (*writeState, error) {
-	file, err := os.CreateTemp(f.cache.StagingDir(), "write-*")
+func newCreatedState(f *FS, ino uint64) (*writeState, error) {
+	file, err := f.writes.create(ino)
 	if err != nil {
-		return nil, fmt.Errorf("create staging file: %w", err)
+		return nil, err
 	}
-	w := newWriteState(nil, objstore.ObjectInfo{ModTime: time.Now()})
-	w.file, w.dirty = file, true
+	w := newWriteState(nil, ino, objstore.ObjectInfo{ModTime: time.Now()})
+	w.file, w.path, w.dirty = file, file.Name(), true
 	return w, nil
+}
+
+// adopt takes over the staged file a dead predecessor left at path: it is
+// the whole content written so far, and dirty until uploaded again.
+func (w *writeState) adopt(path string) error {
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("adopt staged file: %w", err)
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		_ = file.Close()
+		return fmt.Errorf("adopt staged file: %w", err)
+	}
+	w.file, w.path, w.dirty = file, path, true
+	w.size.Store(fi.Size())
+	w.mtime.Store(fi.ModTime().UnixNano())
+	return nil
 }
 
 func (w *writeState) fsys() *FS { return w.node.fsys }
@@ -78,21 +98,31 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 	if w.file != nil {
 		return nil
 	}
-	f := w.fsys()
-	file, err := os.CreateTemp(f.cache.StagingDir(), "write-*")
-	if err != nil {
-		return fmt.Errorf("create staging file: %w", err)
-	}
-	if copyDown && w.base.Key != "" && w.base.Size > 0 {
-		if err := w.copyDown(ctx, file); err != nil {
-			_ = file.Close()
-			_ = os.Remove(file.Name())
+	writes := w.fsys().writes
+	if !copyDown || w.base.Key == "" || w.base.Size == 0 {
+		file, err := writes.create(w.ino)
+		if err != nil {
 			return err
 		}
-	} else {
 		w.size.Store(0)
+		w.file, w.path = file, file.Name()
+		return nil
 	}
-	w.file = file
+	// The copy becomes the staged file only once complete (writes.go).
+	file, err := writes.createPart(w.ino)
+	if err != nil {
+		return err
+	}
+	var path string
+	if err = w.copyDown(ctx, file); err == nil {
+		path, err = writes.commit(w.ino, file)
+	}
+	if err != nil {
+		_ = file.Close()
+		_ = os.Remove(file.Name())
+		return err
+	}
+	w.file, w.path = file, path
 	return nil
 }
 
@@ -207,7 +237,7 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	f := w.fsys()
 	key, ok := w.node.key()
 	if !ok {
-		w.discard = true // unlinked meanwhile
+		w.discardLocked() // unlinked meanwhile
 		return nil
 	}
 	if err := w.ensureFile(ctx, true); err != nil {
@@ -247,11 +277,19 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	return nil
 }
 
-// markUnlinked stops any further upload.
+// markUnlinked stops any further upload; the staged file's name goes too.
 func (w *writeState) markUnlinked() {
 	w.mu.Lock()
-	w.discard = true
+	w.discardLocked()
 	w.mu.Unlock()
+}
+
+func (w *writeState) discardLocked() {
+	w.discard = true
+	if w.path != "" {
+		w.fsys().writes.retire(w.path)
+		w.path = ""
+	}
 }
 
 // finish runs when the last handle is gone: a last upload attempt for data
@@ -269,11 +307,14 @@ func (w *writeState) finish() {
 	if w.file == nil {
 		return
 	}
-	path := w.file.Name()
+	path := w.path
 	// A staged file that does not close cleanly may not hold what was
 	// uploaded: it is removed instead of becoming the cached copy.
 	closeErr := w.file.Close()
-	w.file = nil
+	w.file, w.path = nil, ""
+	if path == "" {
+		return // unlinked: its name is gone already
+	}
 	if closeErr != nil {
 		klog.ErrorS(closeErr, "close staging file", "volume", f.cfg.VolumeID, "path", path)
 	}

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(readerEnv); spec != "" {
 		os.Exit(runReaderChild(spec))
 	}
+	if spec := os.Getenv(writerEnv); spec != "" {
+		os.Exit(runWriterChild(spec))
+	}
 	code := m.Run()
 	testserver.Shutdown()
 	os.Exit(code)
@@ -83,6 +86,17 @@ type rig struct {
 // cache (Kubernetes quantity) so that reads keep reaching the bucket.
 func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	t.Helper()
+	return newRigWith(t, files, cacheSize, true)
+}
+
+// newWritableRig is newRig with a volume that can be written.
+func newWritableRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
+	t.Helper()
+	return newRigWith(t, files, cacheSize, false)
+}
+
+func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, readOnly bool) *rig {
+	t.Helper()
 	r := &rig{bucket: newBucket(t, files)}
 	bin, err := testserver.CSIDriver()
 	if err != nil {
@@ -108,7 +122,7 @@ func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	}
 	spec := mountspec.Default()
 	spec.Bucket, spec.Endpoint, spec.Region, spec.PathStyle = r.name, r.srv.Endpoint, r.srv.Region, true
-	spec.ReadOnly, spec.MetadataTTL = true, time.Hour
+	spec.ReadOnly, spec.MetadataTTL = readOnly, time.Hour
 	if spec.CacheSize, err = volumeattr.ParseSize(cacheSize); err != nil {
 		t.Fatal(err)
 	}

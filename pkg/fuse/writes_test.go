@@ -1,0 +1,128 @@
+package fuse
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// stage makes a staged file of ino through s with content, as a write
+// state does, and returns its name.
+func stage(t *testing.T, s *stagedWrites, ino uint64, content string) string {
+	t.Helper()
+	f, err := s.create(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	return f.Name()
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestStagedWritesFreshStartRemovesAll(t *testing.T) {
+	dir := t.TempDir()
+	prev := newStagedWrites(dir)
+	stage(t, prev, 5, "abc")
+	part, err := prev.createPart(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = part.Close()
+	s := newStagedWrites(dir)
+	if err := s.scan(false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if left := names(t, dir); len(left) != 0 {
+		t.Errorf("a fresh connection left %v", left)
+	}
+	if _, ok := s.take(5); ok {
+		t.Error("a fresh connection adopts a staged file")
+	}
+}
+
+func TestStagedWritesResumeAdoptsNewestOfInheritedInodes(t *testing.T) {
+	dir := t.TempDir()
+	prev := newStagedWrites(dir)
+	older := stage(t, prev, 5, "finishing upload")
+	newer := stage(t, prev, 5, "the live writer's")
+	orphan := stage(t, prev, 7, "no open file left")
+	part, err := prev.createPart(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = part.Close()
+
+	s := newStagedWrites(dir)
+	if err := s.scan(true, func(ino uint64) bool { return ino == 5 }); err != nil {
+		t.Fatal(err)
+	}
+	if left := names(t, dir); !slices.Equal(left, []string{filepath.Base(newer)}) {
+		t.Errorf("after the scan: %v, want only %s (not %s, %s or the partial copy)", left, filepath.Base(newer), filepath.Base(older), filepath.Base(orphan))
+	}
+	if size, ok := s.size(5); !ok || size != int64(len("the live writer's")) {
+		t.Errorf("size(5) = %d, %v", size, ok)
+	}
+	p, ok := s.take(5)
+	if !ok || p != newer {
+		t.Fatalf("take(5) = %q, %v; want %q", p, ok, newer)
+	}
+	if _, ok := s.take(5); ok {
+		t.Error("a staged file adopted twice")
+	}
+	// A new staged file of the adopted inode sorts after the predecessor's.
+	next := stage(t, s, 5, "x")
+	_, g1, _ := parseName(filepath.Base(newer))
+	_, g2, _ := parseName(filepath.Base(next))
+	if g2 <= g1 {
+		t.Errorf("generation of %s is not above %s", next, newer)
+	}
+}
+
+func TestStagedWritesUnknownLedgerKeepsAll(t *testing.T) {
+	dir := t.TempDir()
+	prev := newStagedWrites(dir)
+	a := stage(t, prev, 5, "a")
+	b := stage(t, prev, 9, "b")
+	s := newStagedWrites(dir)
+	if err := s.scan(true, nil); err != nil {
+		t.Fatal(err)
+	}
+	for ino, want := range map[uint64]string{5: a, 9: b} {
+		if p, ok := s.take(ino); !ok || p != want {
+			t.Errorf("take(%d) = %q, %v; want %q", ino, p, ok, want)
+		}
+	}
+}
+
+func TestStagedWritesDropRemovesUnadopted(t *testing.T) {
+	dir := t.TempDir()
+	prev := newStagedWrites(dir)
+	p := stage(t, prev, 5, "a")
+	s := newStagedWrites(dir)
+	if err := s.scan(true, func(uint64) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	s.drop(5)
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("staged file of a dropped inode: %v", err)
+	}
+	if _, ok := s.take(5); ok {
+		t.Error("a dropped staged file is adoptable")
+	}
+}
