@@ -3,8 +3,8 @@ package cache
 // The public surface of the cache, by concern:
 //   - cache.go: Open, Close, Sync, Stats, Dir, StagingDir, WritesDir; options.go:
 //     Options; errors.go: the sentinel errors.
-//   - metadata.go: Stat, List, Invalidate; prime.go: Prime; knowndir.go:
-//     KnownDir.
+//   - metadata.go: Stat, List, Invalidate; ownwrites.go: Wrote, MadeDir;
+//     prime.go: Prime; knowndir.go: KnownDir.
 //   - inode.go: InodeOf, InodesOf, PathOf; inode_rename.go: RenameInodes.
 //   - handle.go: OpenObject and Handle (ReadAt, Prefetch, LocalPath,
 //     Info, Close); install.go: Install.

@@ -82,6 +82,9 @@ type Cache struct {
 	// guarded by usageMu
 	lastUsage usageFile // last written usage file
 
+	ownMu   sync.Mutex
+	ownDirs map[string]time.Time // guarded by ownMu: directories MadeDir created ("a/b/"), and when
+
 	primeMu sync.Mutex
 	primed  map[string]time.Time // guarded by primeMu: directories Prime listed, and when
 

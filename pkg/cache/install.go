@@ -45,8 +45,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	reserved := allocated(fi)
 	if !c.reserve(reserved) {
 		// The bucket has the data; the cache just keeps the new attributes.
-		c.recordAttr(info, c.opts.Now())
-		c.setListing(parentPrefix(info.Key), nil)
+		c.recordWritten(info)
 		return fmt.Errorf("%w: installing %d bytes of %q", ErrNoSpace, fi.Size(), info.Key)
 	}
 	o := newObject(c, info, c.opts.BlockSize)
@@ -97,8 +96,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	c.used.Add(o.alloc - reserved)
 	c.mu.Unlock()
 
-	c.recordAttr(info, c.opts.Now())
-	c.setListing(parentPrefix(info.Key), nil)
+	c.recordWritten(info)
 	c.kickEvictIfOver()
 	return nil
 }

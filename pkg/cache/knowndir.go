@@ -13,7 +13,7 @@ func (c *Cache) KnownDir(key string) (isDir, known bool) {
 	}
 	now := c.opts.Now()
 	if l, ok, err := c.cachedListing(key + "/"); err == nil && ok && fresh(now, l.FetchedAt, c.opts.MetadataTTL) &&
-		len(l.Objects)+len(l.Prefixes) > 0 {
+		(len(l.Objects)+len(l.Prefixes) > 0 || c.ownDir(key+"/", l.FetchedAt)) {
 		return true, true
 	}
 	l, ok, err := c.cachedListing(parentPrefix(key))

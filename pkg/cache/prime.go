@@ -89,14 +89,19 @@ func (c *Cache) notePrimed(dir string, t time.Time) {
 
 // listedAbsent reports whether the fresh listing of key's directory shows
 // that key is not an object. Absence counts for the shorter of the two
-// TTLs: the negative one bounds how long a missing key stays missing.
+// TTLs: the negative one bounds how long a missing key stays missing —
+// except in a directory this mount created (MadeDir), whose listing
+// stands for its absent names as long as for its present ones.
 func (c *Cache) listedAbsent(key string) (bool, error) {
 	l, ok, err := c.cachedListing(parentPrefix(key))
 	if err != nil || !ok {
 		return false, err
 	}
 	now := c.opts.Now()
-	if !fresh(now, l.FetchedAt, c.opts.MetadataTTL) || !fresh(now, l.FetchedAt, c.opts.NegativeTTL) {
+	if !fresh(now, l.FetchedAt, c.opts.MetadataTTL) {
+		return false, nil
+	}
+	if !fresh(now, l.FetchedAt, c.opts.NegativeTTL) && !c.ownDir(parentPrefix(key), l.FetchedAt) {
 		return false, nil
 	}
 	i := sort.Search(len(l.Objects), func(i int) bool { return l.Objects[i].Key >= key })

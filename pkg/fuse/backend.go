@@ -14,6 +14,8 @@ type cacheBackend interface {
 	Stat(ctx context.Context, key string) (objstore.ObjectInfo, error)
 	List(ctx context.Context, dirPrefix string) (cache.Listing, error)
 	Invalidate(key string)
+	Wrote(info objstore.ObjectInfo)
+	MadeDir(key string)
 	InodeOf(path string) (uint64, error)
 	InodesOf(paths []string) ([]uint64, error)
 	PathOf(ino uint64) (string, bool)

@@ -127,6 +127,12 @@ func (c *fakeCache) Invalidate(key string) {
 	delete(c.listing, parentPrefix(key))
 }
 
+// Wrote and MadeDir forget, as Invalidate does: the fake keeps no
+// listings of its own changes.
+func (c *fakeCache) Wrote(info objstore.ObjectInfo) { c.Invalidate(info.Key) }
+
+func (c *fakeCache) MadeDir(key string) { c.Invalidate(key) }
+
 func (c *fakeCache) InodeOf(p string) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

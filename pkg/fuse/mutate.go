@@ -20,13 +20,22 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 		return nil, nil, 0, errno
 	}
 	// CREATE follows a negative lookup, which may be stale (kernel and
-	// cache trust "missing" for NegativeTTL): ask the bucket itself. An
-	// existing object makes O_EXCL fail, and without O_TRUNC its content
-	// must survive (copy-down on the first write, as for an open).
+	// cache trust "missing" for NegativeTTL). Without O_TRUNC or O_EXCL an
+	// existing object's content must survive (copy-down on the first
+	// write, as for an open): ask the bucket itself. With O_EXCL (cp, tar,
+	// mkstemp) the mount's own knowledge answers within the TTLs' promise —
+	// a fresh listing, a negative entry, a directory it made — so a new
+	// file costs its upload only; an object another writer created
+	// meanwhile is replaced (last upload wins), and O_EXCL is exclusive
+	// against what this mount knows, not a lock across nodes.
 	var existing *objstore.ObjectInfo
 	if flags&(syscall.O_EXCL|syscall.O_TRUNC) != syscall.O_TRUNC {
+		stat := f.store.Stat
+		if flags&syscall.O_EXCL != 0 {
+			stat = f.cache.Stat
+		}
 		sctx, cancel := f.opContext(ctx)
-		info, err := f.store.Stat(sctx, key)
+		info, err := stat(sctx, key)
 		cancel()
 		switch {
 		case err == nil && flags&syscall.O_EXCL != 0:
@@ -74,7 +83,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.
 	if _, err := f.store.Put(ctx, key+"/", strings.NewReader(""), objstore.PutOptions{Size: 0}); err != nil {
 		return nil, f.errno("mkdir", key, err)
 	}
-	f.cache.Invalidate(key)
+	f.cache.MadeDir(key) // an empty listing: lookups in it need no request
 	d.forgetListing()
 	return d.dirChild(ctx, name, key, 0, out)
 }

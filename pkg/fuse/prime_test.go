@@ -34,3 +34,52 @@ func TestOpeningByNameListsOnce(t *testing.T) {
 		t.Errorf("%d listings, want the root's and the directory's (at most 3)", n)
 	}
 }
+
+// TestCreatingFilesCostsTheirUploadOnly: `mkdir -p` of a new tree and
+// files created in it, and files created in a directory whose fresh
+// listing the mount holds, send one PUT each and no HEAD or LIST — also
+// once the negative TTL has passed in a directory the mount made itself.
+// A file created over an object the listing shows keeps the O_EXCL
+// promise without a request either.
+func TestCreatingFilesCostsTheirUploadOnly(t *testing.T) {
+	store := objstoretest.NewFake()
+	put(t, store, "data/old.bin", []byte("old"))
+	tm := mountStore(t, store, mountSpec{cache: realCache, cfg: Config{MetadataTTL: time.Minute, NegativeTTL: 2 * time.Second}})
+	if _, err := os.ReadDir(filepath.Join(tm.dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	heads, lists, puts := store.Calls(objstoretest.OpStat), store.Calls(objstoretest.OpList), store.Calls(objstoretest.OpPut)
+	if err := os.MkdirAll(filepath.Join(tm.dir, "data", "new", "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(rel, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(tm.dir, rel), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		write(fmt.Sprintf("data/new/a/b/f%d", i), "x")
+		write(fmt.Sprintf("data/g%d", i), "y")
+	}
+	time.Sleep(2200 * time.Millisecond) // past the negative TTL
+	write("data/new/a/b/late", "z")
+	if f, err := os.OpenFile(filepath.Join(tm.dir, "data", "old.bin"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		_ = f.Close()
+		t.Error("O_EXCL over an existing object succeeded")
+	}
+	if n := store.Calls(objstoretest.OpStat) - heads; n != 0 {
+		t.Errorf("%d HEADs, want 0", n)
+	}
+	if n := store.Calls(objstoretest.OpList) - lists; n != 0 {
+		t.Errorf("%d LISTs, want 0", n)
+	}
+	if n := store.Calls(objstoretest.OpPut) - puts; n != 3+11 {
+		t.Errorf("%d PUTs, want 14 (3 directory markers, 11 files)", n)
+	}
+	// Everything written is listed, by this mount and in the bucket.
+	entries, err := os.ReadDir(filepath.Join(tm.dir, "data", "new", "a", "b"))
+	if err != nil || len(entries) != 6 {
+		t.Errorf("new/a/b lists %d entries (%v), want 6", len(entries), err)
+	}
+}

@@ -267,7 +267,7 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	w.mtime.Store(info.ModTime.UnixNano()) // from now on the bucket's time
 	f.counters.uploads.Add(1)
 	f.counters.uploadBytes.Add(size)
-	f.cache.Invalidate(key)
+	f.cache.Wrote(info) // the directory's listing stays, with the object in it
 	n := w.node
 	n.mu.Lock()
 	n.info = info

@@ -1,0 +1,99 @@
+package cache
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// This mount's own changes update the cached metadata in place instead of
+// dropping it, so that writing many files into a directory costs each file
+// its upload only: no listing again after every file, no HEAD before the
+// next one.
+
+// ownDirsMax bounds the memory of directories this mount created; past it
+// the memory starts over (their absences then count for the negative TTL
+// only, as for any other directory).
+const ownDirsMax = 1 << 14
+
+// Wrote records that this mount stored info as a whole object (an upload
+// it made): its attributes, and, in the cached listing of its directory if
+// there is one, the object in place of what the listing said of its key.
+// The listing keeps its FetchedAt: what it says of other keys is as old as
+// before. Like Invalidate it is persisted at once, so that a crash cannot
+// bring back a listing that hides the object.
+func (c *Cache) Wrote(info objstore.ObjectInfo) {
+	if c.opts.MetadataTTL == 0 || info.Key == "" || c.isClosed.Load() {
+		c.Invalidate(info.Key)
+		return
+	}
+	c.recordWritten(info)
+	c.persistMeta(info.Key)
+}
+
+// recordWritten records info's attributes and puts it into the cached
+// listing of its directory, if any, in the overlay (the next flush
+// persists them).
+func (c *Cache) recordWritten(info objstore.ObjectInfo) {
+	c.recordAttr(info, c.opts.Now())
+	dir := parentPrefix(info.Key)
+	l, ok, err := c.cachedListing(dir)
+	if err != nil || !ok {
+		return
+	}
+	i, found := slices.BinarySearchFunc(l.Objects, info.Key, func(o objstore.ObjectInfo, k string) int { return strings.Compare(o.Key, k) })
+	if found {
+		l.Objects[i] = info
+	} else {
+		l.Objects = slices.Insert(l.Objects, i, info)
+	}
+	c.setListing(dir, &l)
+}
+
+// MadeDir records that this mount created the directory key ("a/b", its
+// marker object just stored): an empty listing of "a/b/" as of now, and
+// the prefix in the parent's cached listing. Until the metadata TTL
+// passes, names absent from the new directory's listing are absent
+// without a request (listedAbsent): the directory is this mount's own.
+func (c *Cache) MadeDir(key string) {
+	if c.opts.MetadataTTL == 0 || key == "" || c.isClosed.Load() {
+		c.Invalidate(key)
+		return
+	}
+	now := c.opts.Now()
+	c.setListing(key+"/", &Listing{FetchedAt: now})
+	parent := parentPrefix(key)
+	if l, ok, err := c.cachedListing(parent); err == nil && ok {
+		if i, found := slices.BinarySearch(l.Prefixes, key+"/"); !found {
+			l.Prefixes = slices.Insert(l.Prefixes, i, key+"/")
+			c.setListing(parent, &l)
+		}
+	}
+	c.ownMu.Lock()
+	if c.ownDirs == nil || len(c.ownDirs) >= ownDirsMax {
+		c.ownDirs = map[string]time.Time{}
+	}
+	c.ownDirs[key+"/"] = now
+	c.ownMu.Unlock()
+	c.persistMeta(key)
+}
+
+// ownDir reports whether dir ("a/b/") was created by this mount at or
+// before its listing was taken: then the listing also stands for absent
+// names until the metadata TTL passes.
+func (c *Cache) ownDir(dir string, listedAt time.Time) bool {
+	c.ownMu.Lock()
+	at, ok := c.ownDirs[dir]
+	c.ownMu.Unlock()
+	return ok && !at.After(listedAt)
+}
+
+func (c *Cache) persistMeta(key string) {
+	if err := c.flushMeta(); err != nil {
+		klog.ErrorS(err, "cache: persisting a local change", "volume", c.opts.VolumeID, "key", key)
+	}
+}
