@@ -240,3 +240,39 @@ func countDirs(set dataset.Set) int {
 }
 
 func naCell(why string) report.Cell { return report.Cell{Status: report.NA, Reason: why} }
+
+// create is scenario 7: the create set's files made one by one below
+// create/<system>/ (directories created as they come, each file opened
+// with O_CREAT|O_EXCL, written, closed — what cp -r does), timed until
+// every file is in the bucket. The cell's traffic shows the requests a
+// new file costs.
+func (s *session) create(ctx context.Context) {
+	set := s.r.cfg.Sets.Create
+	dir := "create/" + s.sys.Name()
+	if s.r.hooks.Clean != nil {
+		if err := s.unmount(ctx); err != nil {
+			s.fail(err, createWrite)
+			return
+		}
+		if err := s.r.hooks.Clean(ctx, s.sys, dir); err != nil {
+			s.fail(fmt.Errorf("clean %s: %w", dir, err), createWrite)
+			return
+		}
+	}
+	if err := s.fresh(ctx); err != nil {
+		s.fail(err, createWrite)
+		return
+	}
+	var durable scenario.Durable
+	if s.r.hooks.Durable != nil {
+		durable = s.r.hooks.Durable(s.sys.Backend())
+	}
+	s.measure(ctx, createWrite, func(ctx context.Context) (scenario.Measure, error) {
+		return scenario.CreateFiles(ctx, s.root, dir, set, durable)
+	}, expectBytes(set.TotalBytes()))
+	if s.r.hooks.Clean != nil {
+		if err := s.r.hooks.Clean(ctx, s.sys, dir); err != nil {
+			s.logf("clean %s: %v", dir, err)
+		}
+	}
+}

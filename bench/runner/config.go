@@ -22,6 +22,9 @@ type Sets struct {
 	Tree       dataset.Set
 	// Write is what the write scenario writes (a checkpoint-like set).
 	Write dataset.Set
+	// Create is what the create scenario creates (small files in
+	// directories, never in the bucket before).
+	Create dataset.Set
 }
 
 // Config tunes the scenarios.
@@ -47,7 +50,7 @@ type Config struct {
 
 // Validate checks the config.
 func (c Config) Validate() error {
-	for _, s := range []dataset.Set{c.Sets.Small, c.Sets.Checkpoint, c.Sets.Tree, c.Sets.Write} {
+	for _, s := range []dataset.Set{c.Sets.Small, c.Sets.Checkpoint, c.Sets.Tree, c.Sets.Write, c.Sets.Create} {
 		if err := s.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

@@ -20,6 +20,7 @@ const (
 	metaWarm       = "meta/warm"
 	writeWrite     = "write/write"
 	writeReadback  = "write/readback"
+	createWrite    = "create/write"
 	torchCold      = "torch/cold"
 	torchWarm      = "torch/warm"
 )
@@ -39,6 +40,7 @@ func rowDefs(c Config) []rowDef {
 	meta := "4. metadata walk + stat"
 	write := "5. checkpoint write, 1 thread"
 	torch := fmt.Sprintf("6. PyTorch DataLoader, %d workers", c.Torch.Workers)
+	create := fmt.Sprintf("7. creating %s files in new directories (cp -r), 1 thread", sizeText(c.Sets.Create.FileSize))
 	return []rowDef{
 		{smallCold, small, "cold", report.FilesPerSec, "1 small epoch cold"},
 		{smallWarm, small, "warm", report.FilesPerSec, "1 small epoch warm"},
@@ -54,6 +56,7 @@ func rowDefs(c Config) []rowDef {
 		{writeReadback, write, "read back after remount", report.MBPerSec, "5 read back"},
 		{torchCold, torch, "cold", report.FilesPerSec, "6 torch cold"},
 		{torchWarm, torch, "warm", report.FilesPerSec, "6 torch warm"},
+		{createWrite, create, "create until in the bucket", report.FilesPerSec, "7 create"},
 	}
 }
 

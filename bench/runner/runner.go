@@ -84,7 +84,7 @@ func (s *session) logf(format string, args ...any) {
 }
 
 func (s *session) run(ctx context.Context) {
-	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch}
+	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch, s.create}
 	for _, b := range blocks {
 		if ctx.Err() != nil {
 			break

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ func testConfig() Config {
 			Checkpoint: dataset.Checkpoint(2, 3<<20),
 			Tree:       dataset.Tree(30, 2, 2),
 			Write:      dataset.Checkpoint(2, 1<<20),
+			Create:     dataset.Set{Name: "create", Layout: dataset.LayoutDirs, Files: 6, FileSize: 1000, Dirs: 2, Seed: 7},
 		},
 		Threads: 4, RandThreads: 4, RandReads: 10, RandSize: 1 << 20,
 		PhaseTimeout:     time.Minute,
@@ -107,17 +109,21 @@ func TestRunAllScenarios(t *testing.T) {
 	if c := cell(t, rows, smallCold, "fake"); c.Measure.Bytes != cfg.Sets.Small.TotalBytes() {
 		t.Errorf("cold epoch read %d bytes", c.Measure.Bytes)
 	}
-	// Five fresh mounts (torch is skipped) and two remounts.
+	// Six fresh mounts (torch is skipped) and two remounts.
 	mounts, unmounts, drops := fake.Counts()
-	if mounts != 7 || unmounts != 7 || drops != 6 {
-		t.Errorf("mounts %d unmounts %d cache drops %d; want 7, 7, 6", mounts, unmounts, drops)
+	if mounts != 8 || unmounts != 8 || drops != 7 {
+		t.Errorf("mounts %d unmounts %d cache drops %d; want 8, 8, 7", mounts, unmounts, drops)
 	}
 	if cols[0].PeakRSS != 1<<20 || cols[1].Unavailable == "" {
 		t.Errorf("columns %+v", cols)
 	}
-	// Cleaned before the write and after the read-back.
-	if len(l.cleaned) != 2 || l.cleaned[0] != "fake:write/fake" || l.cleaned[1] != "fake:write/fake" {
-		t.Errorf("cleaned %v", l.cleaned)
+	// Cleaned before the write and after the read-back, and around the
+	// creates.
+	if want := []string{"fake:write/fake", "fake:write/fake", "fake:create/fake", "fake:create/fake"}; !slices.Equal(l.cleaned, want) {
+		t.Errorf("cleaned %v, want %v", l.cleaned, want)
+	}
+	if c := cell(t, rows, createWrite, "fake"); c.Status != report.OK || c.Measure.Files != 6 || c.Measure.Bytes != 6000 {
+		t.Errorf("create cell %+v", c)
 	}
 	if st, err := os.Stat(filepath.Join(root, "write/fake/shard-001.bin")); err != nil || st.Size() != 1<<20 {
 		t.Errorf("written shard: %v", err)

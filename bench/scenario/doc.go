@@ -10,6 +10,8 @@
 //   - Walk: a find-style walk that lstats every entry, one thread;
 //   - WriteFiles: sequential writes of generated files, fsync and close,
 //     timed until the data is durable in the bucket;
+//   - CreateFiles: new small files made one by one in new directories
+//     (O_CREAT|O_EXCL, write, close: cp -r), timed until in the bucket;
 //   - Torch: a PyTorch DataLoader epoch, in a separate interpreter.
 //
 // A workload stopped by its context's deadline returns what it did so far

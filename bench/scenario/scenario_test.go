@@ -151,6 +151,36 @@ func TestWriteFiles(t *testing.T) {
 	}
 }
 
+func TestCreateFiles(t *testing.T) {
+	set := dataset.Set{Name: "create", Layout: dataset.LayoutDirs, Files: 7, FileSize: 3000, Dirs: 3, Seed: 9}
+	root := t.TempDir()
+	durable := func(_ context.Context, key string, size int64) (bool, error) {
+		st, err := os.Stat(filepath.Join(root, key))
+		return err == nil && st.Size() == size, nil
+	}
+	m, err := CreateFiles(context.Background(), root, "create/x", set, durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 7 || m.Bytes != set.TotalBytes() {
+		t.Fatalf("%+v", m)
+	}
+	for i := range set.Files {
+		f, err := os.Open(filepath.Join(root, "create/x", strings.TrimPrefix(set.Key(i), set.Prefix())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Verify(set.Key(i), f); err != nil {
+			t.Error(err)
+		}
+		_ = f.Close()
+	}
+	// Creating again: O_EXCL refuses the existing files.
+	if _, err := CreateFiles(context.Background(), root, "create/x", set, durable); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second run: %v, want a file-exists error", err)
+	}
+}
+
 func TestWriteFilesDurableError(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := WriteFiles(context.Background(), t.TempDir(), "w", dataset.Checkpoint(1, 10),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
@@ -32,6 +33,57 @@ func WriteFiles(ctx context.Context, root, dir string, set dataset.Set, durable 
 		if err != nil {
 			m.Elapsed = time.Since(start)
 			return m, err
+		}
+		keys = append(keys, key)
+		m.Files++
+	}
+	for _, key := range keys {
+		if err := waitDurable(ctx, durable, key, set.FileSize); err != nil {
+			m.Elapsed = time.Since(start)
+			if ctx.Err() != nil {
+				return m, stopped(ctx, &m)
+			}
+			return m, err
+		}
+	}
+	m.Elapsed = time.Since(start)
+	return m, stopped(ctx, &m)
+}
+
+// CreateFiles makes every file of set below root/dir in key order, one
+// after another as cp -r does: the file's directory created when new,
+// the file opened with O_CREAT|O_EXCL, written, closed (no fsync). Then
+// it waits until durable reports each one in the bucket; the time covers
+// both.
+func CreateFiles(ctx context.Context, root, dir string, set dataset.Set, durable Durable) (Measure, error) {
+	var m Measure
+	buf := make([]byte, readBuf)
+	start := time.Now()
+	made := map[string]bool{}
+	keys := make([]string, 0, set.Files)
+	for i := 0; i < set.Files && ctx.Err() == nil; i++ {
+		key := dir + "/" + strings.TrimPrefix(set.Key(i), set.Prefix())
+		p := filepath.Join(root, key)
+		if d := filepath.Dir(p); !made[d] {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				m.Elapsed = time.Since(start)
+				return m, err
+			}
+			made[d] = true
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			m.Elapsed = time.Since(start)
+			return m, err
+		}
+		n, err := io.CopyBuffer(struct{ io.Writer }{f}, set.Content(set.Key(i), set.FileSize), buf)
+		m.Bytes += n
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			m.Elapsed = time.Since(start)
+			return m, fmt.Errorf("create %s: %w", p, err)
 		}
 		keys = append(keys, key)
 		m.Files++

@@ -45,6 +45,7 @@ func preset(quick bool) runner.Config {
 				Checkpoint: dataset.Checkpoint(2, 64<<20),
 				Tree:       dataset.Tree(250, 5, 2),
 				Write:      writeSet(2, 64<<20),
+				Create:     createSet(200, 64<<10, 4),
 			},
 			Threads: 8, RandThreads: 16, RandReads: 64, RandSize: 1 << 20,
 			PhaseTimeout: 60 * time.Second, VerifySample: 20,
@@ -56,10 +57,19 @@ func preset(quick bool) runner.Config {
 			Checkpoint: dataset.Checkpoint(4, 1<<30),
 			Tree:       dataset.Tree(100000, 10, 3),
 			Write:      writeSet(4, 1<<30),
+			Create:     createSet(2000, 64<<10, 20),
 		},
 		Threads: 8, RandThreads: 16, RandReads: 1024, RandSize: 1 << 20,
 		PhaseTimeout: 5 * time.Minute, VerifySample: 100,
 	}
+}
+
+// createSet is what scenario 7 creates: small files in directories, as
+// `cp -r` of a folder of images or shards would.
+func createSet(files int, size int64, dirs int) dataset.Set {
+	s := dataset.Small(files, size, dirs)
+	s.Name = "create"
+	return s
 }
 
 // writeSet is what scenario 5 writes: checkpoint-like shards under their

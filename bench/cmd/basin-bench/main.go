@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Started:  started,
 		Finished: time.Now(),
 		Proxy:    proxyConfig(cfg),
-		Sets:     []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Write},
+		Sets:     []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Write, cfg.run.Sets.Create},
 		Systems:  cols,
 		Rows:     rows,
 		Notes:    notes(cfg),
