@@ -191,11 +191,10 @@ func (n *fileNode) acquireWrite() (*writeState, syscall.Errno) {
 }
 
 // acquireReadLocked returns the write state for a reader, if there is one,
-// with one more reference. The caller holds n.mu.
+// with one more reference. The caller holds n.mu. A reader never adopts a
+// dead predecessor's staged file: its last release would upload the
+// content of a writer that has not closed yet.
 func (n *fileNode) acquireReadLocked() *writeState {
-	if n.w == nil {
-		n.adoptLocked()
-	}
 	if n.w != nil {
 		n.w.refs++
 	}
