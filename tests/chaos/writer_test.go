@@ -50,6 +50,9 @@ type writerSpec struct {
 	Size  int    `json:"size"`
 	Chunk int    `json:"chunk"`
 	Pause int    `json:"pauseMs"` // between pieces
+	// HoldAt > 0: after piece HoldAt, wait Hold ms (a reader comes by).
+	HoldAt int `json:"holdAt"`
+	Hold   int `json:"holdMs"`
 
 	// A loop (Dir set): Threads writers write checkpoints under Dir until
 	// stdin closes, then print a writerReport.
@@ -131,6 +134,9 @@ func writeOne(spec writerSpec) error {
 		off += n
 		fmt.Println("w", i)
 		time.Sleep(time.Duration(spec.Pause) * time.Millisecond)
+		if spec.HoldAt > 0 && i == spec.HoldAt {
+			time.Sleep(time.Duration(spec.Hold) * time.Millisecond)
+		}
 	}
 	fmt.Println("closing")
 	if err := f.Close(); err != nil {
@@ -386,6 +392,49 @@ func TestOverwriteKeepsOldDataUntilComplete(t *testing.T) {
 			}
 			old = got
 		}
+	}
+}
+
+// TestReaderDuringTakeoverLeavesOldData: a writer is halfway through
+// replacing an object (O_TRUNC) when the FUSE process is killed, and
+// before it writes again another process opens, reads and closes the
+// file. The bucket must still hold the old version then (the reader must
+// not upload the unfinished content), and the whole new one once the
+// writer closes.
+func TestReaderDuringTakeoverLeavesOldData(t *testing.T) {
+	const size = 8 << 20
+	key := "ckpt/model.pt"
+	old := content(7, size)
+	r := newWritableRig(t, map[string][]byte{key: old}, "1Gi")
+	seed := uint64(77)
+	w := startWriter(t, writerSpec{Path: filepath.Join(r.staging, key), Mode: modeTrunc, Seed: seed, Size: size, Chunk: 1 << 20, HoldAt: 3, Hold: 4000})
+	if l := w.until(t, "w 3"); l != "w 3" {
+		t.Fatalf("writer: %q", l)
+	}
+	pid := r.pid(t)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.waitServing(t, pid)
+	rd := startReader(t, readerSpec{Dir: r.staging, Files: map[string]string{key: sum(old)}, Once: key})
+	if l := rd.line(t); l != "open" {
+		t.Fatalf("reader: %q", l)
+	}
+	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if l := rd.line(t); !strings.HasPrefix(l, "ok ") {
+		t.Fatalf("reader: %q", l)
+	}
+	time.Sleep(time.Second) // the kernel releases the reader's file after close returned
+	if got := r.objectSum(t, key); got != sum(old) {
+		t.Errorf("after a reader's close during the writer's pause the bucket holds %s, not the old version", short(got))
+	}
+	if l := w.until(t, "ok"); l != "ok" {
+		t.Fatalf("writer: %q", l)
+	}
+	if got, want := r.objectSum(t, key), sum(content(seed, size)); got != want {
+		t.Errorf("after the writer's close the bucket holds %s, want the new content %s", short(got), short(want))
 	}
 }
 
