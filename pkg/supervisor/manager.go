@@ -49,6 +49,10 @@ type HealEvent struct {
 	Time  time.Time     // when the death was noticed
 	Cause string        // why the volume was healed
 	Pause time.Duration // from noticing to serving again (or giving up)
+	// Started is from noticing to the start (exec) of the process that
+	// serves again (0 when none does); Pause - Started is that process's
+	// own start: runtime, store, cache, INIT, until it answered.
+	Started time.Duration
 	// Method is "takeover" (a new process resumed the live connection) or
 	// "remount" (a new mount, re-bound into the published targets).
 	Method string

@@ -34,6 +34,7 @@ type volume struct {
 	session string     // names the kernel connection of fd (--session)
 	dev     uint64     // the mount's device number (Kernel.MountDev)
 	child   *child     // the serving process; nil while healing or after a failed heal
+	started time.Time  // when child was started (exec'd)
 	healing bool
 	broken  string // why the volume is unhealthy; "" when healthy
 	heals   int64
@@ -191,6 +192,7 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 		cleanup()
 		return err
 	}
+	started := time.Now()
 	c := watchChild(proc)
 	go func() { <-c.exited; cleanup() }()
 	ready := make(chan error, 1)
@@ -217,9 +219,10 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 			req.VolumeID, proc.Pid(), err, v.logs.tailMessage(5))
 	}
 	v.mu.Lock()
-	v.fd, v.child, v.session = fd, c, session
+	v.fd, v.child, v.session, v.started = fd, c, session, started
 	v.mu.Unlock()
-	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume)
+	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume,
+		"startedAt", started.Format("15:04:05.000"), "ready", time.Since(started))
 	return nil
 }
 

@@ -133,6 +133,9 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 	}
 	m.heals.Add(1)
 	v.mu.Lock()
+	if err == nil {
+		ev.Started = v.started.Sub(t0)
+	}
 	v.heals++
 	v.healing = false
 	v.last = &ev
@@ -146,7 +149,8 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 		klog.ErrorS(err, "heal failed", "volume", v.req.VolumeID, "cause", cause, "pause", ev.Pause)
 		return false
 	}
-	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "method", how, "pause", ev.Pause)
+	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "method", how, "pause", ev.Pause,
+		"noticedAt", t0.Format("15:04:05.000"), "started", ev.Started)
 	return true
 }
 

@@ -57,7 +57,8 @@ func TestChaos(t *testing.T) {
 		}
 		ev := r.waitServing(t, old)
 		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
-			t.Logf("kill %d at %s: heal noticed after %v, took %v", len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Pause)
+			t.Logf("kill %d at %s: heal noticed after %v, successor started after %v more, serving after %v more (heal %v)",
+				len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Started, ev.Pause-ev.Started, ev.Pause)
 		}
 		if ev.Method != "takeover" || ev.Err != "" {
 			t.Errorf("heal after kill %d: %+v, want a takeover", len(done)+1, ev)
@@ -68,6 +69,9 @@ func TestChaos(t *testing.T) {
 	rep := rd.report(t)
 
 	pauses := pausesOf(rep, done)
+	if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+		t.Logf("pauses by kill: %v", pauses)
+	}
 	// For comparison: the slowest read that overlapped no kill at all.
 	var calm time.Duration
 	for _, op := range rep.Ops {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,16 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(writerEnv); spec != "" {
 		os.Exit(runWriterChild(spec))
 	}
+	if os.Getenv(burnEnv) != "" {
+		os.Exit(runBurner())
+	}
+	load, err := startBurners()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code := m.Run()
+	load.stop()
 	testserver.Shutdown()
 	os.Exit(code)
 }
