@@ -39,6 +39,10 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func serveMount(ctx context.Context, cfg mountConfig) error {
 	tl := newTimeline()
 	s, err := openMount(ctx, cfg, nil, tl)
+	if errors.Is(err, errStandbyReleased) {
+		klog.InfoS("standby released, exiting", "volume", cfg.VolumeID)
+		return nil
+	}
 	if err != nil && ctx.Err() != nil {
 		// SIGTERM/SIGINT while mounting: Mount undid itself; a clean exit.
 		klog.InfoS("signal received while mounting, exiting", "volume", cfg.VolumeID, "err", err)
@@ -89,6 +93,16 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 	}
 	store := objstore.WithPrefix(adapter, cfg.Spec.Prefix)
 	mark("store")
+	if cfg.StandbyFD != 0 {
+		// A standby: ready up to the cache, whose lock the serving
+		// process holds until it dies.
+		if err := awaitGoAhead(ctx, cfg.StandbyFD); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+		mark("go-ahead")
+		rotation.catchUp(ctx, adapter) // credentials rotated while it waited
+	}
 	if !cfg.Resume && !cfg.NoBucketCheck {
 		// A takeover or a remount heal serves pods that use the volume
 		// already: a hiccup of the store must not fail them; a stage

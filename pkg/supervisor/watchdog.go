@@ -23,6 +23,7 @@ func (m *Manager) watch(v *volume) {
 	close(noChild)
 	failures := 0
 	for {
+		m.prepareStandby(v)
 		v.mu.Lock()
 		c := v.child
 		v.mu.Unlock()
@@ -110,14 +111,24 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 	if c != nil {
 		c.kill() // hung, or already gone
 	}
+	s := v.takeStandby()
 	var err error
-	how := "takeover"
+	how, usedStandby := "takeover", false
 	resumable = resumable && fd != nil && session != ""
-	if resumable {
-		err = m.takeover(m.ctx, v, fd, session)
-		if err != nil {
+	switch {
+	case resumable && s != nil:
+		if err = m.activate(v, s, fd, session); err == nil {
+			usedStandby = true
+			break
+		}
+		klog.ErrorS(err, "the standby did not take over; starting a process", "volume", v.req.VolumeID)
+		fallthrough
+	case resumable:
+		if err = m.takeover(m.ctx, v, fd, session); err != nil {
 			klog.ErrorS(err, "takeover failed; remounting", "volume", v.req.VolumeID)
 		}
+	case s != nil:
+		s.release() // before the connection is aborted: it holds it too
 	}
 	if !resumable || err != nil {
 		how = "remount"
@@ -127,7 +138,7 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 		}
 		err = m.start(m.ctx, v, false)
 	}
-	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0), Method: how}
+	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0), Method: how, Standby: usedStandby}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -150,7 +161,7 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 		return false
 	}
 	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "method", how, "pause", ev.Pause,
-		"noticedAt", t0.Format("15:04:05.000"), "started", ev.Started)
+		"noticedAt", t0.Format("15:04:05.000"), "started", ev.Started, "standby", usedStandby)
 	return true
 }
 

@@ -57,8 +57,8 @@ func TestChaos(t *testing.T) {
 		}
 		ev := r.waitServing(t, old)
 		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
-			t.Logf("kill %d at %s: heal noticed after %v, successor started after %v more, serving after %v more (heal %v)",
-				len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Started, ev.Pause-ev.Started, ev.Pause)
+			t.Logf("kill %d at %s: heal noticed after %v, successor started after %v more (standby %v), serving after %v more (heal %v)",
+				len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Started, ev.Standby, ev.Pause-ev.Started, ev.Pause)
 		}
 		if ev.Method != "takeover" || ev.Err != "" {
 			t.Errorf("heal after kill %d: %+v, want a takeover", len(done)+1, ev)

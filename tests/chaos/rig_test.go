@@ -125,7 +125,7 @@ func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, readOnl
 	r.m, err = supervisor.NewManager(supervisor.Config{
 		Binary: bin, CredentialsDir: filepath.Join(r.dir, "creds"),
 		CheckInterval: 200 * time.Millisecond, CheckTimeout: 2 * time.Second,
-		Reaper: supervisor.ReapProcs,
+		Reaper: supervisor.ReapProcs, Standby: os.Getenv("BASIN_CHAOS_STANDBY") != "0",
 	})
 	if err != nil {
 		t.Fatal(err)
