@@ -62,7 +62,7 @@ func (v *volume) status() Status {
 	if v.child != nil {
 		s.Pid = v.child.proc.Pid()
 	}
-	if v.standby != nil {
+	if v.standby != nil && v.standby.alive() {
 		s.Standby = v.standby.c.proc.Pid()
 	}
 	if v.last != nil {
