@@ -88,6 +88,8 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer klog.Flush()
+	// When this process started: a restart's pause begins before it.
+	klog.InfoS("node plugin starting", "version", version, "mainAt", processStart.Format("15:04:05.000"))
 	node, err := driver.NewNode(ctx, cfg.Node)
 	if err != nil {
 		return err

@@ -62,6 +62,18 @@ func newNodeRig(t *testing.T) *nodeRig {
 				}
 			}
 		}
+		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+			// Each restart's timeline: the plugin's start, the takeover,
+			// the FUSE process's start.
+			if b, err := os.ReadFile(logs.Name()); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.Contains(l, "node plugin starting") || strings.Contains(l, "took over the connection") ||
+						strings.Contains(l, `serving\"`) {
+						t.Log(l)
+					}
+				}
+			}
+		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logs.Name()); err == nil {
 				lines := strings.Split(string(b), "\n")
@@ -236,6 +248,9 @@ func TestChaosNodePlugin(t *testing.T) {
 		r.startNode(t)
 		r.waitHealthy(t, volumeID, staging)
 		done = append(done, killAt{at: at, healed: time.Now()})
+		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+			t.Logf("restart %d: killed at %s, healthy after %v", i, at.Format("15:04:05.000"), time.Since(at))
+		}
 		if got := mountDev(t, target); got != dev {
 			t.Errorf("restart %d replaced the mount (device %d, was %d)", i+1, got, dev)
 		}
