@@ -25,6 +25,8 @@ const chaosEnv = "BASIN_CHAOS"
 // The cache must verify afterwards. The last
 // line of the output is the summary `errors= kills= max_pause_ms=
 // p50_pause_ms=`, also written to $BASIN_CHAOS_SUMMARY when set.
+// BASIN_CHAOS_STANDBY=0 heals without standby processes (to compare);
+// BASIN_CHAOS_DEBUG=1 logs each heal's steps and the slowest reads.
 func TestChaos(t *testing.T) {
 	testserver.OptIn(t, chaosEnv, "make chaos")
 	kills := 20
