@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -70,9 +71,7 @@ func (m *Manager) watch(v *volume) {
 				continue
 			}
 			cause = "mount check failed: " + err.Error()
-			// A hung server can be replaced on its connection; a broken
-			// mount (ENOTCONN: the connection was aborted) cannot.
-			resumable = !errors.Is(err, ErrBroken)
+			resumable = !connectionGone(err)
 		}
 		if failures > 0 {
 			backoff := min(time.Second<<min(failures-1, 10), m.cfg.MaxHealBackoff)
@@ -90,6 +89,16 @@ func (m *Manager) watch(v *volume) {
 			failures++
 		}
 	}
+}
+
+// connectionGone reports whether a failed check means that the kernel
+// ended the FUSE connection (ENOTCONN: it was aborted), leaving nothing to
+// take over. A hung server, or one that answers with errors (EIO: a bad
+// reply, a panic), is replaced on its connection: a remount would break
+// every open file (and a writer's unsaved data); should the connection be
+// gone all the same, the takeover fails and the heal remounts.
+func connectionGone(err error) bool {
+	return errors.Is(err, ErrBroken) && (errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED))
 }
 
 // heal replaces a dead or hung FUSE process. First choice, transparent
