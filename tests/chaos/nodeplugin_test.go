@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func (r *nodeRig) startHolder(t *testing.T) {
 func (r *nodeRig) startNode(t *testing.T) {
 	r.node = r.start(t, "node", "--endpoint", "unix://"+r.csiSocket(), "--node-id", "chaos-node",
 		"--cache-root", r.cacheRoot, "--state-file", filepath.Join(r.dir, "node", "state.json"),
-		"--fdholder-socket", r.holderSocket())
+		"--fdholder-socket", r.holderSocket(), "--fuse-standby="+strconv.FormatBool(os.Getenv("BASIN_CHAOS_STANDBY") != "0"))
 }
 
 // kill SIGKILLs a process and waits for it.
