@@ -41,17 +41,10 @@ e2e: tools
 
 ## chaos: SIGKILL the FUSE process of a volume under 8 readers 20 times, and under 3 checkpoint writers
 ## 20 times, then restart the node plugin (and once its descriptor holder) under readers (real FUSE,
-## MinIO); the last line is the FUSE-kill summary.
+## MinIO); once idle, once with every core saturated (BASIN_CHAOS_LOAD=nproc); the last line is the
+## idle FUSE-kill summary.
 chaos: tools
-	@rm -f _output/chaos-summary.txt _output/chaos-node-summary.txt _output/chaos-writer-summary.txt
-	BASIN_CHAOS=20 BASIN_CHAOS_SUMMARY=$(CURDIR)/_output/chaos-summary.txt \
-		BASIN_CHAOS_NODE_SUMMARY=$(CURDIR)/_output/chaos-node-summary.txt \
-		BASIN_CHAOS_WRITER_SUMMARY=$(CURDIR)/_output/chaos-writer-summary.txt \
-		$(GO) test -count=1 -timeout 15m -run 'TestChaos$$|TestChaosWriters|TestChaosNodePlugin|TestTakeover|TestHung' -v ./tests/chaos/ 2>&1 | grep -v '^[IWE][0-9]' ; \
-		status=$${PIPESTATUS[0]}; \
-		cat _output/chaos-writer-summary.txt 2>/dev/null || echo "writers: errors=? (no summary: the test did not finish)"; \
-		cat _output/chaos-node-summary.txt 2>/dev/null || echo "node plugin restarts: errors=? (no summary: the test did not finish)"; \
-		cat _output/chaos-summary.txt 2>/dev/null || echo "errors=? (no summary: the chaos test did not finish)"; exit $$status
+	GO=$(GO) ./hack/chaos.sh
 
 bench: build
 	./bench/run.sh

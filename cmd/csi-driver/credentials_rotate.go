@@ -72,6 +72,14 @@ func (r *credentialRotation) watch(ctx context.Context, store objstore.Store) {
 	}()
 }
 
+// catchUp is reload for a standby given the go-ahead: the serving
+// process got the SIGHUPs of rotations while it waited.
+func (r *credentialRotation) catchUp(ctx context.Context, store objstore.Store) {
+	if r.dir != "" {
+		r.reload(ctx, store)
+	}
+}
+
 // reload switches store to the rotation file's credentials if they are
 // newer than those in use.
 func (r *credentialRotation) reload(ctx context.Context, store objstore.Store) {

@@ -91,7 +91,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	sess, err := openMount(ctx, mcfg, func(s objstore.Store) objstore.Store {
 		slow = &slowStore{Store: s, latency: cfg.latency}
 		return slow
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("mount (run as root, with /dev/fuse and fuse3): %w", err)
 	}

@@ -37,7 +37,12 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serveMount runs one mount described by a validated config until ctx ends
 // or the mount goes away.
 func serveMount(ctx context.Context, cfg mountConfig) error {
-	s, err := openMount(ctx, cfg, nil)
+	tl := newTimeline()
+	s, err := openMount(ctx, cfg, nil, tl)
+	if errors.Is(err, errStandbyReleased) {
+		klog.InfoS("standby released, exiting", "volume", cfg.VolumeID)
+		return nil
+	}
 	if err != nil && ctx.Err() != nil {
 		// SIGTERM/SIGINT while mounting: Mount undid itself; a clean exit.
 		klog.InfoS("signal received while mounting, exiting", "volume", cfg.VolumeID, "err", err)
@@ -48,7 +53,7 @@ func serveMount(ctx context.Context, cfg mountConfig) error {
 	}
 	defer s.close()
 	klog.InfoS("serving", "volume", cfg.VolumeID, "source", cfg.Spec.SourceURL(),
-		"mountpoint", cfg.Mountpoint, "cacheDir", cfg.CacheDir)
+		"mountpoint", cfg.Mountpoint, "cacheDir", cfg.CacheDir, "resumed", cfg.Resume, "start", tl)
 	select {
 	case <-ctx.Done():
 		klog.InfoS("signal received, unmounting", "volume", cfg.VolumeID, "mountpoint", cfg.Mountpoint)
@@ -69,7 +74,13 @@ type mountSession struct {
 
 // openMount opens the store (wrapped by wrap when not nil), the cache and
 // the file system, and mounts it. close releases them in reverse order.
-func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) objstore.Store) (*mountSession, error) {
+// tl (nil: none) records when each step was done.
+func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) objstore.Store, tl *timeline) (*mountSession, error) {
+	mark := func(string) {}
+	if tl != nil {
+		mark = tl.mark
+	}
+	mark("config")
 	// The hand-off file's credentials (zero: the backend's default chain),
 	// or a newer rotation; SIGHUP switches to the next (credentials_rotate.go).
 	creds, rotation, err := startCredentials(cfg)
@@ -81,6 +92,17 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 		return nil, fmt.Errorf("open %s: %w", cfg.Spec.SourceURL(), err)
 	}
 	store := objstore.WithPrefix(adapter, cfg.Spec.Prefix)
+	mark("store")
+	if cfg.StandbyFD != 0 {
+		// A standby: ready up to the cache, whose lock the serving
+		// process holds until it dies.
+		if err := awaitGoAhead(ctx, cfg.StandbyFD); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+		mark("go-ahead")
+		rotation.catchUp(ctx, adapter) // credentials rotated while it waited
+	}
 	if !cfg.Resume && !cfg.NoBucketCheck {
 		// A takeover or a remount heal serves pods that use the volume
 		// already: a hiccup of the store must not fail them; a stage
@@ -101,6 +123,7 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 		s.close()
 		return nil, fmt.Errorf("open cache %s: %w", cfg.CacheDir, err)
 	}
+	mark("cache")
 	fsys, err := fuse.New(cfg.FS, store, s.cache)
 	if err != nil {
 		s.close()
@@ -111,6 +134,7 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 		s.close()
 		return nil, err
 	}
+	mark("mounted") // INIT answered (a resume: replayed), serving
 	return s, nil
 }
 

@@ -27,6 +27,7 @@ type mountFlags struct {
 	fd                        int
 	session                   string
 	resume, noBucketCheck     bool
+	standbyFD                 int
 	specFile                  string
 	debug, disablePassthrough bool
 
@@ -72,6 +73,9 @@ type mountConfig struct {
 	// heal of a volume pods already use, which serves what is cached even
 	// while the store is down.
 	NoBucketCheck bool
+	// StandbyFD (0: none) is the descriptor a standby waits on for the
+	// go-ahead before it opens the cache and takes the connection over.
+	StandbyFD int
 }
 
 // newMountConfig validates flags and arguments and reports every problem.
@@ -171,10 +175,14 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 		bad("--no-bucket-check needs --fd")
 	case f.resume && f.session == "":
 		bad("--resume needs --session: the connection to take over")
+	case f.standbyFD != 0 && !f.resume:
+		bad("--standby-fd needs --resume: a standby takes a connection over")
+	case f.standbyFD != 0 && (f.standbyFD < 3 || f.standbyFD == f.fd):
+		bad("--standby-fd %d: want an inherited descriptor other than --fd", f.standbyFD)
 	case f.session != "":
 		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
 	}
-	c.Debug, c.Resume, c.NoBucketCheck = f.debug, f.resume, f.noBucketCheck
+	c.Debug, c.Resume, c.NoBucketCheck, c.StandbyFD = f.debug, f.resume, f.noBucketCheck, f.standbyFD
 	return c, errors.Join(errs...)
 }
 

@@ -100,6 +100,7 @@ func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs.StringVar(&f.session, "session", f.session, "with --fd: `ID` of the kernel connection; record its negotiation in the cache directory so that a successor can take it over")
 	fs.BoolVar(&f.resume, "resume", f.resume, "with --fd and --session: take over the connection from a server that died, without a new INIT, and have the kernel resend the requests it left unanswered")
 	fs.BoolVar(&f.noBucketCheck, "no-bucket-check", f.noBucketCheck, "with --fd: serve without checking the bucket first (the node plugin's remount heal of a volume pods already use: what is cached stays readable while the store is down)")
+	fs.IntVar(&f.standbyFD, "standby-fd", f.standbyFD, "with --resume: start as a standby: open the store, then wait until a byte arrives on the inherited descriptor `N` (the node plugin's go-ahead once the serving process died) before taking the connection over; exit when N is closed first")
 	fs.StringVar(&f.specFile, "spec-file", f.specFile, "with --fd: read the mount spec and the store's credentials from this 0600 `file` and delete it (how the node plugin hands a volume over; replaces SOURCE and the settings flags, and no secret is ever on the command line)")
 	fs.BoolVar(&f.disablePassthrough, "disable-passthrough", f.disablePassthrough, "serve all reads in user space even where FUSE passthrough works")
 	fs.BoolVar(&f.debug, "debug", f.debug, "log every FUSE request and verbose cache events")

@@ -64,6 +64,11 @@ func TestParseMountArgs(t *testing.T) {
 				t.Errorf("mount %+v", c.Mount)
 			}
 		}},
+		{"standby", []string{"--fd", "3", "--session", "s", "--resume", "--standby-fd", "4", "file:///data"}, func(t *testing.T, c mountConfig) {
+			if c.StandbyFD != 4 || !c.Resume || !c.Mount.Session.Resume {
+				t.Errorf("config %+v", c)
+			}
+		}},
 		{"fd mode needs no mountpoint", []string{"--fd", "7", "file:///data"}, func(t *testing.T, c mountConfig) {
 			if c.Mountpoint != "/dev/fd/7" || c.Spec.Backend != objstore.BackendFile || c.Spec.Bucket != "/data" {
 				t.Errorf("config %+v", c)
@@ -104,6 +109,9 @@ func TestParseMountArgsErrors(t *testing.T) {
 		"spec file, no fd":     {"--spec-file", "/nonexistent"},
 		"spec file and flags":  {"--fd", "3", "--spec-file", "/nonexistent", "--cache-size", "1Gi"},
 		"spec file and source": {"--fd", "3", "--spec-file", "/nonexistent", "s3://b"},
+		"standby, no resume":   {"--fd", "3", "--session", "s", "--standby-fd", "4", "s3://b"},
+		"standby on the fd":    {"--fd", "3", "--session", "s", "--resume", "--standby-fd", "3", "s3://b"},
+		"standby on stdio":     {"--fd", "3", "--session", "s", "--resume", "--standby-fd", "2", "s3://b"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := parseMountArgs(args); err == nil {

@@ -34,6 +34,7 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Node.StateFile, "state-file", driver.DefaultStateFile, "`file` recording staged volumes and published targets (survives restarts)")
 	fs.StringVar(&c.Node.MountBinary, "mount-binary", "", "csi-driver `executable` run as the per-volume FUSE process (default: this executable)")
 	fs.StringVar(&c.HolderSocket, "fdholder-socket", "", "unix `socket` of `csi-driver fdholder`, which keeps the FUSE connections across restarts of this plugin\n(empty: none, a restart remounts and open files break)")
+	fs.BoolVar(&c.Node.Supervisor.Standby, "fuse-standby", true, "keep a second FUSE process per volume started and waiting to take the connection over when the serving one dies:\na faster heal on a node whose cores are busy, for an idle process's memory (tens of MiB)")
 	metricsAddressFlag(fs, &c.MetricsAddress)
 	healthAddressFlag(fs, &c.Driver.HealthAddress)
 	registrationFlags(fs, &c.Driver.Registration)
@@ -87,6 +88,8 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer klog.Flush()
+	// When this process started: a restart's pause begins before it.
+	klog.InfoS("node plugin starting", "version", version, "mainAt", processStart.Format("15:04:05.000"))
 	node, err := driver.NewNode(ctx, cfg.Node)
 	if err != nil {
 		return err

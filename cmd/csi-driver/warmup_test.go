@@ -104,7 +104,7 @@ func mountS3(t *testing.T, srv *testserver.Server, bucket string, extra ...strin
 		t.Fatal(err)
 	}
 	counter = &countingStore{}
-	s, err := openMount(t.Context(), cfg, func(st objstore.Store) objstore.Store { counter.Store = st; return counter })
+	s, err := openMount(t.Context(), cfg, func(st objstore.Store) objstore.Store { counter.Store = st; return counter }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

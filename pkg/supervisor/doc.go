@@ -30,11 +30,14 @@
 //   - holder.go: handing every connection's descriptor to the descriptor
 //     holder (pkg/fdholder) and taking held connections over when a
 //     restarted node plugin stages its volumes again.
+//   - standby.go: a second child per volume (Config.Standby), started and
+//     waiting with its store open, that takes the connection over on a
+//     go-ahead instead of a child started after the death.
 //
 // Healing. The Manager holds the /dev/fuse fd of every mount. When the
 // child exits or the mount stops answering, it first takes the connection
 // over: a new child on the same fd with --resume (the session ID ties it
-// to the connection), which resumes the initialised session and has the
+// to the connection; the volume's standby when it has one), which resumes the initialised session and has the
 // kernel resend what was in flight, so no pod sees an error. When that is
 // impossible (a broken connection, no session record) or fails, it closes
 // the fd (aborting the dead connection), lazily unmounts the staging path,

@@ -8,7 +8,8 @@ var (
 	// FUSE process is hung or was never ready).
 	ErrTimeout = errors.New("supervisor: mount did not answer in time")
 	// ErrBroken: the mount answers with an error that means its FUSE
-	// connection is gone (ENOTCONN, EIO, ESTALE...).
+	// connection is gone (ENOTCONN) or its server misbehaves (EIO,
+	// ESTALE...); the wrapped errno tells which.
 	ErrBroken = errors.New("supervisor: mount is broken")
 	// ErrNotMounted: nothing is mounted where a mount should be.
 	ErrNotMounted = errors.New("supervisor: not mounted")

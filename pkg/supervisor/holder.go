@@ -157,10 +157,11 @@ func (m *Manager) adopt(ctx context.Context, v *volume) bool {
 	ev := HealEvent{Time: t0, Cause: "node plugin restarted", Pause: time.Since(t0), Method: "takeover"}
 	m.heals.Add(1)
 	v.mu.Lock()
+	ev.Started = v.started.Sub(t0)
 	v.heals++
 	v.last = &ev
 	v.mu.Unlock()
 	klog.InfoS("took over the connection held across a node plugin restart", "volume", req.VolumeID,
-		"session", e.Session, "pause", ev.Pause)
+		"session", e.Session, "pause", ev.Pause, "started", ev.Started)
 	return true
 }

@@ -49,6 +49,13 @@ type HealEvent struct {
 	Time  time.Time     // when the death was noticed
 	Cause string        // why the volume was healed
 	Pause time.Duration // from noticing to serving again (or giving up)
+	// Started is from noticing to the start (exec) of the process that
+	// serves again, or to the go-ahead to a standby (0 when none
+	// serves); Pause - Started is that process's own start (runtime,
+	// store, cache, INIT; a standby: cache and INIT) until it answered.
+	Started time.Duration
+	// Standby is true when a standby took the connection over.
+	Standby bool
 	// Method is "takeover" (a new process resumed the live connection) or
 	// "remount" (a new mount, re-bound into the published targets).
 	Method string
@@ -59,6 +66,8 @@ type HealEvent struct {
 type Status struct {
 	// Pid is the serving FUSE process, 0 when none runs.
 	Pid int
+	// Standby is the volume's standby FUSE process, 0 when none waits.
+	Standby int
 	// Healthy is false while the volume is broken or being healed.
 	Healthy bool
 	// Healing is true while a heal runs.
@@ -112,6 +121,10 @@ type Config struct {
 	// Holder keeps the mounts' descriptors across node plugin restarts;
 	// nil: a restarted node plugin remounts (see holder.go).
 	Holder Holder
+	// Standby keeps a second FUSE process per volume started and waiting,
+	// to take the connection over when the serving one dies (standby.go):
+	// a faster heal on a busy node, for an idle process's memory.
+	Standby bool
 }
 
 func (c Config) withDefaults() Config {
@@ -281,6 +294,9 @@ func (m *Manager) Close() {
 	for _, v := range vols {
 		v.stopOnce.Do(func() { close(v.stop) })
 		<-v.done
+		if s := v.takeStandby(); s != nil {
+			s.release()
+		}
 		v.mu.Lock()
 		if v.fd != nil {
 			_ = v.fd.Close()

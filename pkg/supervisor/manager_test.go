@@ -221,6 +221,9 @@ func TestWatchdogHeals(t *testing.T) {
 		{"child exit", func(_ *fixture, p *supervisortest.Process) { p.Exit(errors.New("signal: killed")) }, "exited", "takeover"},
 		{"broken mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Broken) }, "broken", "remount"},
 		{"hung mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Hung) }, "did not answer", "takeover"},
+		// EIO from a live connection: the server misbehaves, the
+		// connection can be taken over (open files keep working).
+		{"failing mount", func(f *fixture, _ *supervisortest.Process) { f.kernel.SetHealth("/staging", supervisortest.Failing) }, "input/output error", "takeover"},
 		{"takeover fails", func(f *fixture, p *supervisortest.Process) {
 			f.runner.OnStart = func(np *supervisortest.Process) error {
 				if resumes(np) {
@@ -242,7 +245,7 @@ func TestWatchdogHeals(t *testing.T) {
 			if resumes(first) || sessionOf(first) == "" || slices.Contains(first.Spec.Args, "--no-bucket-check") {
 				t.Fatalf("first process args %v: want --session, no --resume, and the bucket checked", first.Spec.Args)
 			}
-			if tc.name == "hung mount" {
+			if tc.name == "hung mount" || tc.name == "failing mount" {
 				// The successor answers on the same connection.
 				f.runner.OnStart = func(*supervisortest.Process) error {
 					f.kernel.SetHealth("/staging", supervisortest.Healthy)

@@ -34,6 +34,8 @@ type volume struct {
 	session string     // names the kernel connection of fd (--session)
 	dev     uint64     // the mount's device number (Kernel.MountDev)
 	child   *child     // the serving process; nil while healing or after a failed heal
+	started time.Time  // when child was started (a standby: given the go-ahead)
+	standby *standby   // started ahead of need for fd (standby.go); nil: none
 	healing bool
 	broken  string // why the volume is unhealthy; "" when healthy
 	heals   int64
@@ -59,6 +61,9 @@ func (v *volume) status() Status {
 	}
 	if v.child != nil {
 		s.Pid = v.child.proc.Pid()
+	}
+	if v.standby != nil && v.standby.alive() {
+		s.Standby = v.standby.c.proc.Pid()
 	}
 	if v.last != nil {
 		ev := *v.last
@@ -191,10 +196,20 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 		cleanup()
 		return err
 	}
+	started := time.Now()
 	c := watchChild(proc)
 	go func() { <-c.exited; cleanup() }()
+	return m.await(ctx, v, c, fd, session, started, resume)
+}
+
+// await waits until c, started (or, a standby, given the go-ahead) at
+// started, answers on v's mount; on success c and fd become v's. On error
+// c is gone.
+func (m *Manager) await(ctx context.Context, v *volume, c *child, fd *os.File, session string, started time.Time, resume bool) error {
+	req, proc := v.req, c.proc
 	ready := make(chan error, 1)
 	go func() { ready <- m.cfg.Kernel.Check(ctx, req.StagingPath) }()
+	var err error
 	select {
 	case err = <-ready:
 	case <-c.exited:
@@ -217,10 +232,16 @@ func (m *Manager) serve(ctx context.Context, v *volume, fd *os.File, session str
 			req.VolumeID, proc.Pid(), err, v.logs.tailMessage(5))
 	}
 	v.mu.Lock()
-	v.fd, v.child, v.session = fd, c, session
+	v.fd, v.child, v.session, v.started = fd, c, session, started
 	v.mu.Unlock()
-	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume)
+	klog.InfoS("FUSE process serving", "volume", req.VolumeID, "pid", proc.Pid(), "staging", req.StagingPath, "resumed", resume,
+		"startedAt", started.Format("15:04:05.000"), "ready", time.Since(started))
 	return nil
+}
+
+// readyContext bounds a takeover until the new process answers.
+func (m *Manager) readyContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(m.ctx, m.cfg.ReadyTimeout)
 }
 
 // drainTimeout bounds the wait for a dead child's last output.
@@ -248,6 +269,9 @@ func (m *Manager) rebind(ctx context.Context, v *volume) {
 // teardown unmounts v's staging path, releases the descriptor and stops
 // the FUSE process (which sees its mount go away and exits by itself).
 func (m *Manager) teardown(ctx context.Context, v *volume) error {
+	if s := v.takeStandby(); s != nil {
+		s.release() // it holds the connection too
+	}
 	if err := m.cfg.Kernel.Unmount(ctx, v.req.StagingPath); err != nil {
 		return err
 	}

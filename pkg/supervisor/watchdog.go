@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -23,6 +24,7 @@ func (m *Manager) watch(v *volume) {
 	close(noChild)
 	failures := 0
 	for {
+		m.prepareStandby(v)
 		v.mu.Lock()
 		c := v.child
 		v.mu.Unlock()
@@ -69,9 +71,7 @@ func (m *Manager) watch(v *volume) {
 				continue
 			}
 			cause = "mount check failed: " + err.Error()
-			// A hung server can be replaced on its connection; a broken
-			// mount (ENOTCONN: the connection was aborted) cannot.
-			resumable = !errors.Is(err, ErrBroken)
+			resumable = !connectionGone(err)
 		}
 		if failures > 0 {
 			backoff := min(time.Second<<min(failures-1, 10), m.cfg.MaxHealBackoff)
@@ -89,6 +89,16 @@ func (m *Manager) watch(v *volume) {
 			failures++
 		}
 	}
+}
+
+// connectionGone reports whether a failed check means that the kernel
+// ended the FUSE connection (ENOTCONN: it was aborted), leaving nothing to
+// take over. A hung server, or one that answers with errors (EIO: a bad
+// reply, a panic), is replaced on its connection: a remount would break
+// every open file (and a writer's unsaved data); should the connection be
+// gone all the same, the takeover fails and the heal remounts.
+func connectionGone(err error) bool {
+	return errors.Is(err, ErrBroken) && (errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED))
 }
 
 // heal replaces a dead or hung FUSE process. First choice, transparent
@@ -110,14 +120,24 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 	if c != nil {
 		c.kill() // hung, or already gone
 	}
+	s := v.takeStandby()
 	var err error
-	how := "takeover"
+	how, usedStandby := "takeover", false
 	resumable = resumable && fd != nil && session != ""
-	if resumable {
-		err = m.takeover(m.ctx, v, fd, session)
-		if err != nil {
+	switch {
+	case resumable && s != nil:
+		if err = m.activate(v, s, fd, session); err == nil {
+			usedStandby = true
+			break
+		}
+		klog.ErrorS(err, "the standby did not take over; starting a process", "volume", v.req.VolumeID)
+		fallthrough
+	case resumable:
+		if err = m.takeover(m.ctx, v, fd, session); err != nil {
 			klog.ErrorS(err, "takeover failed; remounting", "volume", v.req.VolumeID)
 		}
+	case s != nil:
+		s.release() // before the connection is aborted: it holds it too
 	}
 	if !resumable || err != nil {
 		how = "remount"
@@ -127,12 +147,15 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 		}
 		err = m.start(m.ctx, v, false)
 	}
-	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0), Method: how}
+	ev := HealEvent{Time: t0, Cause: cause, Pause: time.Since(t0), Method: how, Standby: usedStandby}
 	if err != nil {
 		ev.Err = err.Error()
 	}
 	m.heals.Add(1)
 	v.mu.Lock()
+	if err == nil {
+		ev.Started = v.started.Sub(t0)
+	}
 	v.heals++
 	v.healing = false
 	v.last = &ev
@@ -146,7 +169,8 @@ func (m *Manager) heal(v *volume, cause string, resumable bool) bool {
 		klog.ErrorS(err, "heal failed", "volume", v.req.VolumeID, "cause", cause, "pause", ev.Pause)
 		return false
 	}
-	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "method", how, "pause", ev.Pause)
+	klog.InfoS("volume healed", "volume", v.req.VolumeID, "cause", cause, "method", how, "pause", ev.Pause,
+		"noticedAt", t0.Format("15:04:05.000"), "started", ev.Started, "standby", usedStandby)
 	return true
 }
 

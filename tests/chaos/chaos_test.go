@@ -25,6 +25,8 @@ const chaosEnv = "BASIN_CHAOS"
 // The cache must verify afterwards. The last
 // line of the output is the summary `errors= kills= max_pause_ms=
 // p50_pause_ms=`, also written to $BASIN_CHAOS_SUMMARY when set.
+// BASIN_CHAOS_STANDBY=0 heals without standby processes (to compare);
+// BASIN_CHAOS_DEBUG=1 logs each heal's steps and the slowest reads.
 func TestChaos(t *testing.T) {
 	testserver.OptIn(t, chaosEnv, "make chaos")
 	kills := 20
@@ -47,6 +49,7 @@ func TestChaos(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var done []killAt
+	byStandby := 0 // heals by the volume's standby process
 	time.Sleep(300 * time.Millisecond) // readers under way, the cache still cold
 	for range kills {
 		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
@@ -57,17 +60,30 @@ func TestChaos(t *testing.T) {
 		}
 		ev := r.waitServing(t, old)
 		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
-			t.Logf("kill %d at %s: heal noticed after %v, took %v", len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Pause)
+			t.Logf("kill %d at %s: heal noticed after %v, successor started after %v more (standby %v), serving after %v more (heal %v)",
+				len(done), at.Format("15:04:05.000"), ev.Time.Sub(at), ev.Started, ev.Standby, ev.Pause-ev.Started, ev.Pause)
 		}
 		if ev.Method != "takeover" || ev.Err != "" {
 			t.Errorf("heal after kill %d: %+v, want a takeover", len(done)+1, ev)
+		}
+		if ev.Standby {
+			byStandby++
 		}
 		done = append(done, killAt{at: at, healed: time.Now()})
 	}
 	time.Sleep(time.Second) // readers go on after the last heal
 	rep := rd.report(t)
+	// A standby is started as soon as a process serves, and one still
+	// starting takes over all the same: a heal without one is the
+	// exception (a kill before the watchdog got to start it).
+	if os.Getenv("BASIN_CHAOS_STANDBY") != "0" && byStandby < len(done)/2 {
+		t.Errorf("%d of %d heals by a standby, want most", byStandby, len(done))
+	}
 
 	pauses := pausesOf(rep, done)
+	if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+		t.Logf("pauses by kill: %v", pauses)
+	}
 	// For comparison: the slowest read that overlapped no kill at all.
 	var calm time.Duration
 	for _, op := range rep.Ops {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,18 @@ func newNodeRig(t *testing.T) *nodeRig {
 				}
 			}
 		}
+		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+			// Each restart's timeline: the plugin's start, the takeover,
+			// the FUSE process's start.
+			if b, err := os.ReadFile(logs.Name()); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.Contains(l, "node plugin starting") || strings.Contains(l, "took over the connection") ||
+						strings.Contains(l, `serving\"`) {
+						t.Log(l)
+					}
+				}
+			}
+		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logs.Name()); err == nil {
 				lines := strings.Split(string(b), "\n")
@@ -95,7 +108,7 @@ func (r *nodeRig) startHolder(t *testing.T) {
 func (r *nodeRig) startNode(t *testing.T) {
 	r.node = r.start(t, "node", "--endpoint", "unix://"+r.csiSocket(), "--node-id", "chaos-node",
 		"--cache-root", r.cacheRoot, "--state-file", filepath.Join(r.dir, "node", "state.json"),
-		"--fdholder-socket", r.holderSocket())
+		"--fdholder-socket", r.holderSocket(), "--fuse-standby="+strconv.FormatBool(os.Getenv("BASIN_CHAOS_STANDBY") != "0"))
 }
 
 // kill SIGKILLs a process and waits for it.
@@ -236,6 +249,9 @@ func TestChaosNodePlugin(t *testing.T) {
 		r.startNode(t)
 		r.waitHealthy(t, volumeID, staging)
 		done = append(done, killAt{at: at, healed: time.Now()})
+		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
+			t.Logf("restart %d: killed at %s, healthy after %v", i, at.Format("15:04:05.000"), time.Since(at))
+		}
 		if got := mountDev(t, target); got != dev {
 			t.Errorf("restart %d replaced the mount (device %d, was %d)", i+1, got, dev)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,16 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(writerEnv); spec != "" {
 		os.Exit(runWriterChild(spec))
 	}
+	if os.Getenv(burnEnv) != "" {
+		os.Exit(runBurner())
+	}
+	load, err := startBurners()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code := m.Run()
+	load.stop()
 	testserver.Shutdown()
 	os.Exit(code)
 }
@@ -115,7 +125,7 @@ func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, readOnl
 	r.m, err = supervisor.NewManager(supervisor.Config{
 		Binary: bin, CredentialsDir: filepath.Join(r.dir, "creds"),
 		CheckInterval: 200 * time.Millisecond, CheckTimeout: 2 * time.Second,
-		Reaper: supervisor.ReapProcs,
+		Reaper: supervisor.ReapProcs, Standby: os.Getenv("BASIN_CHAOS_STANDBY") != "0",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,8 @@ type Health int
 // Health values.
 const (
 	Healthy Health = iota // Check succeeds
-	Broken                // Check fails with supervisor.ErrBroken
+	Broken                // Check fails with supervisor.ErrBroken and ENOTCONN: the connection was aborted
+	Failing               // Check fails with supervisor.ErrBroken and EIO: the server answers with errors
 	Hung                  // Check waits until its context ends
 )
 
@@ -91,7 +92,9 @@ func (k *Kernel) Check(ctx context.Context, target string) error {
 	case !ok:
 		return fmt.Errorf("%w: %s", supervisor.ErrNotMounted, target)
 	case h == Broken:
-		return fmt.Errorf("%w: %s", supervisor.ErrBroken, target)
+		return fmt.Errorf("%w: %s: %w", supervisor.ErrBroken, target, unix.ENOTCONN)
+	case h == Failing:
+		return fmt.Errorf("%w: %s: %w", supervisor.ErrBroken, target, unix.EIO)
 	case h == Hung:
 		<-ctx.Done()
 		return fmt.Errorf("%w: %s", supervisor.ErrTimeout, target)

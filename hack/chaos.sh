@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# make chaos: the chaos tests (tests/chaos) once on an idle machine and once
+# with every core saturated by CPU burners (BASIN_CHAOS_LOAD=nproc), as on a
+# training node whose data loaders keep the CPUs busy. Each variant writes
+# its summaries to _output/chaos[-saturated]-{node-,writer-,}summary.txt;
+# they are printed at the end, the saturated ones labelled, and the idle
+# FUSE-kill summary (errors= kills= max_pause_ms= p50_pause_ms=) last.
+set -uo pipefail
+GO=${GO:-go}
+out=${CHAOS_OUTPUT:-_output}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# Tests run in both variants (a new chaos test with a summary joins here,
+# gets an env var below and a line at the end); tests of correctness alone
+# run idle only.
+both='TestChaos$|TestChaosWriters|TestChaosNodePlugin'
+idle_only='TestTakeover|TestHung'
+variants=${CHAOS_VARIANTS:-idle saturated}
+
+rm -f "$out"/chaos-*summary.txt "$out"/chaos-summary.txt
+status=0
+for v in $variants; do
+  case $v in
+  idle) load=0 prefix=chaos run="$both|$idle_only" ;;
+  saturated) load=nproc prefix=chaos-saturated run="$both" ;;
+  *) echo "chaos: unknown variant $v" >&2; exit 2 ;;
+  esac
+  echo "=== chaos: $v (BASIN_CHAOS_LOAD=$load)"
+  BASIN_CHAOS=${BASIN_CHAOS:-20} BASIN_CHAOS_LOAD=$load \
+    BASIN_CHAOS_SUMMARY="$out/$prefix-summary.txt" \
+    BASIN_CHAOS_NODE_SUMMARY="$out/$prefix-node-summary.txt" \
+    BASIN_CHAOS_WRITER_SUMMARY="$out/$prefix-writer-summary.txt" \
+    "$GO" test -count=1 -timeout 15m -run "$run" -v ./tests/chaos/ 2>&1 | grep -v '^[IWE][0-9]'
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
+
+# summary FILE LABEL MISSING: print FILE's line with LABEL, or MISSING.
+summary() {
+  if [ -f "$1" ]; then
+    sed "s/^/$2/" "$1"
+  else
+    echo "$2$3"
+  fi
+}
+for v in $variants; do
+  [ "$v" = saturated ] || continue
+  summary "$out/chaos-saturated-writer-summary.txt" "saturated: " "writers: errors=? (no summary: the test did not finish)"
+  summary "$out/chaos-saturated-node-summary.txt" "saturated: " "node plugin restarts: errors=? (no summary: the test did not finish)"
+  summary "$out/chaos-saturated-summary.txt" "saturated: " "errors=? (no summary: the chaos test did not finish)"
+done
+for v in $variants; do
+  [ "$v" = idle ] || continue
+  summary "$out/chaos-writer-summary.txt" "" "writers: errors=? (no summary: the test did not finish)"
+  summary "$out/chaos-node-summary.txt" "" "node plugin restarts: errors=? (no summary: the test did not finish)"
+  summary "$out/chaos-summary.txt" "" "errors=? (no summary: the chaos test did not finish)"
+done
+exit $status
