@@ -165,6 +165,7 @@ func BenchmarkSmallObjects(b *testing.B) {
 		}
 		c.tune.maxIdle = 0 // as after a restart: every open goes to the index
 		c.trimIdle(0)
+		clear(c.verified) // and verifies its object
 		b.SetBytes(size)
 		b.ResetTimer()
 		start := time.Now()

@@ -76,6 +76,12 @@ type Cache struct {
 	// the key's record.
 	unlinked map[string]objID
 	evicting map[string]chan struct{} // keys being evicted; closed when done
+	// verified: objects trimmed from memory (trimIdleLocked) with every
+	// block verified by this process, by verifiedKey. A reload takes its
+	// entry and marks the blocks ready without reading them again, so
+	// CRC checks stay once per block per process. At most
+	// tuning.maxVerified entries.
+	verified map[uint64]struct{}
 	closed   bool
 
 	usageMu sync.Mutex
@@ -159,6 +165,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		detached:   make(map[*object]struct{}),
 		unlinked:   make(map[string]objID),
 		evicting:   make(map[string]chan struct{}),
+		verified:   make(map[uint64]struct{}),
 		attrs:      make(map[string]pendingAttr),
 		lists:      make(map[string]pendingList),
 	}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"time"
@@ -276,6 +277,9 @@ func (c *Cache) trimIdleLocked(g int64, scan int) bool {
 			o.idle = nil
 			delete(c.objs, o.info.Key)
 			if o.anyPresent() {
+				if o.allReady() {
+					c.rememberVerifiedLocked(o.id)
+				}
 				o.closeFile()
 			} else {
 				c.removeFilesLocked(o) // a data file no record names
@@ -284,6 +288,31 @@ func (c *Cache) trimIdleLocked(g int64, scan int) bool {
 		e = prev
 	}
 	return c.idle.Len() <= c.tune.maxIdle
+}
+
+// verifiedKey is an object's key in Cache.verified: 64 bits of its id
+// (a SHA-256), which two objects of one cache share with a chance of
+// about n²/2⁶⁵.
+func verifiedKey(id objID) uint64 { return binary.LittleEndian.Uint64(id[:8]) }
+
+// rememberVerifiedLocked records that every block of the object id was
+// verified (or written) by this process; the caller holds c.mu.
+func (c *Cache) rememberVerifiedLocked(id objID) {
+	if len(c.verified) >= c.tune.maxVerified {
+		clear(c.verified)
+	}
+	c.verified[verifiedKey(id)] = struct{}{}
+}
+
+// takeVerifiedLocked reports whether id was remembered as verified and
+// forgets it; the caller holds c.mu.
+func (c *Cache) takeVerifiedLocked(id objID) bool {
+	k := verifiedKey(id)
+	if _, ok := c.verified[k]; !ok {
+		return false
+	}
+	delete(c.verified, k)
+	return true
 }
 
 // usageFile is what a cache tells the node view about itself.

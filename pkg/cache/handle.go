@@ -201,6 +201,13 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 		o.present.set(b)
 		o.crcs[b] = rec.CRCs[b]
 	}
+	if c.takeVerifiedLocked(o.id) && o.allPresent() {
+		// Verified before it was trimmed: its file is the one this
+		// process checked (only this process writes it).
+		for b := range o.nblocks {
+			o.ready.set(b)
+		}
+	}
 	return o, nil
 }
 

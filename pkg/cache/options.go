@@ -128,6 +128,10 @@ type tuning struct {
 	// maxIdle is how many unpinned objects keep their state and open data
 	// file in memory.
 	maxIdle int
+	// maxVerified bounds Cache.verified (about 20 bytes an entry); when
+	// it is full it starts over, and the objects it forgot are verified
+	// again at their next open.
+	maxVerified int
 	// statfsInterval rate-limits free-space checks on the write path.
 	statfsInterval time.Duration
 	// evictBatch is how many objects one eviction transaction removes.
@@ -148,6 +152,7 @@ func defaultTuning() tuning {
 	return tuning{
 		flushInterval:  500 * time.Millisecond,
 		maxIdle:        4096,
+		maxVerified:    1 << 20,
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,
 		verifyParallel: 2,
