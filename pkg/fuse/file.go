@@ -289,6 +289,11 @@ func (n *fileNode) openWrite(ctx context.Context, flags uint32) (fs.FileHandle, 
 	return h, 0, 0
 }
 
+// readOpenFlags are the open flags of every read handle: a read-only
+// handle has nothing to do at close(2), so the kernel sends no FLUSH (one
+// round trip less per file; the RELEASE that follows is asynchronous).
+const readOpenFlags = gofuse.FOPEN_NOFLUSH
+
 // openRead pins info in the cache and chooses passthrough or user space.
 // retry asks Open to start over (a writer appeared, or the object changed).
 func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attempt int) (_ fs.FileHandle, _ uint32, _ syscall.Errno, retry bool) {
@@ -330,17 +335,17 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		h.pt = file
 		n.ptOpens++
 		n.fsys.counters.ptOpens.Add(1)
-		return h, 0, 0, false
+		return h, readOpenFlags, 0, false
 	case ptOK && n.userOpens == 0:
 		if file, err := regfile.Open(local, os.O_RDONLY, 0); err == nil {
 			h.pt = file
 			n.ptOpens++
 			n.ptPath = local
 			n.fsys.counters.ptOpens.Add(1)
-			return h, 0, 0, false
+			return h, readOpenFlags, 0, false
 		}
 	}
-	var fuseFlags uint32
+	fuseFlags := uint32(readOpenFlags)
 	if hasLocal {
 		if file, err := regfile.Open(local, os.O_RDONLY, 0); err == nil {
 			h.local = file // spliced reads

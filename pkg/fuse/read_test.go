@@ -153,3 +153,37 @@ func TestPassthroughAndKeepCache(t *testing.T) {
 		}
 	})
 }
+
+// TestReadCloseSendsNoFlush: closing a file opened read-only costs no
+// FLUSH round trip (FOPEN_NOFLUSH), in passthrough and in user space.
+func TestReadCloseSendsNoFlush(t *testing.T) {
+	store, _ := newFileStore(t)
+	data := randomBytes(100<<10, 4)
+	for i := range 5 {
+		put(t, store, fmt.Sprintf("f%d", i), data)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"passthrough", Config{}},
+		{"user space", Config{DisablePassthrough: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mountStore(t, store, mountSpec{cache: fakeLocal, cfg: tc.cfg})
+			for i := range 5 {
+				got := must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, fmt.Sprintf("f%d", i))) })
+				if !bytes.Equal(got, data) {
+					t.Fatal("content differs")
+				}
+			}
+			st := m.fsys.Stats()
+			if opens := st.PassthroughOpens + st.UserOpens; opens != 5 {
+				t.Fatalf("%d read opens, want 5 (stats %+v)", opens, st)
+			}
+			if n := m.fsys.counters.readFlushes.Load(); n != 0 {
+				t.Errorf("%d FLUSH requests for 5 read-only closes, want 0", n)
+			}
+		})
+	}
+}

@@ -18,6 +18,9 @@ type Stats struct {
 // counters is the mutable form of Stats.
 type counters struct {
 	ptOpens, userOpens, userReadBytes, uploads, uploadBytes atomic.Int64
+	// readFlushes counts FLUSH requests of read handles: none while the
+	// kernel honours FOPEN_NOFLUSH (tests check it).
+	readFlushes atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
