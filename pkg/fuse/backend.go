@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"context"
+	"os"
 
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -34,7 +35,9 @@ type objectHandle interface {
 	Info() objstore.ObjectInfo
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	Prefetch(off, length int64)
-	LocalPath() (string, bool)
+	// LocalFile is the complete data file, valid until Close; not to be
+	// closed by the caller.
+	LocalFile() (*os.File, bool)
 	Close() error
 }
 

@@ -260,6 +260,7 @@ type fakeHandle struct {
 	c     *fakeCache
 	info  objstore.ObjectInfo
 	local string
+	file  *os.File // opened by LocalFile, closed by Close
 
 	prefetches atomic.Int64
 }
@@ -289,6 +290,23 @@ func (h *fakeHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 
 func (h *fakeHandle) Prefetch(off, length int64) { h.prefetches.Add(1) }
 
-func (h *fakeHandle) LocalPath() (string, bool) { return h.local, h.local != "" }
+func (h *fakeHandle) LocalFile() (*os.File, bool) {
+	if h.local == "" {
+		return nil, false
+	}
+	if h.file == nil {
+		f, err := os.Open(h.local)
+		if err != nil {
+			return nil, false
+		}
+		h.file = f
+	}
+	return h.file, true
+}
 
-func (h *fakeHandle) Close() error { return nil }
+func (h *fakeHandle) Close() error {
+	if h.file != nil {
+		return h.file.Close()
+	}
+	return nil
+}

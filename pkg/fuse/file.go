@@ -310,7 +310,7 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 	if err != nil {
 		return nil, 0, n.fsys.errno("open", info.Key, err), false
 	}
-	local, hasLocal := oh.LocalPath()
+	local, hasLocal := oh.LocalFile()
 	ptOK := hasLocal && n.fsys.passthroughFor(n.StableAttr().Ino)
 
 	n.mu.Lock()
@@ -319,37 +319,36 @@ func (n *fileNode) openRead(ctx context.Context, info objstore.ObjectInfo, attem
 		_ = oh.Close()
 		return nil, 0, 0, true
 	}
+	// The cache's own descriptor of the data file serves spliced reads and
+	// is the passthrough backing file: the kernel opens the backing file
+	// anew for every passthrough open, so its access mode does not matter.
 	h := &readHandle{node: n, oh: oh, det: newSeqDetector(MinPrefetch, n.fsys.cfg.ReadAhead, prefetchStep)}
 	switch {
 	case n.ptOpens > 0:
-		// Every open of an inode with a backing file must use it.
-		path := n.ptPath
-		if hasLocal {
-			path = local
+		// Every open of an inode with a backing file must use it (go-fuse
+		// hands the kernel the registered one; h.pt is a fallback).
+		h.pt = local
+		if !hasLocal || local.Name() != n.ptPath {
+			file, err := regfile.Open(n.ptPath, os.O_RDONLY, 0)
+			if err != nil {
+				_ = oh.Close()
+				return nil, 0, n.fsys.errno("open", info.Key, err), false
+			}
+			h.pt, h.ownPT = file, true
 		}
-		file, err := regfile.Open(path, os.O_RDONLY, 0)
-		if err != nil {
-			_ = oh.Close()
-			return nil, 0, n.fsys.errno("open", info.Key, err), false
-		}
-		h.pt = file
 		n.ptOpens++
 		n.fsys.counters.ptOpens.Add(1)
 		return h, readOpenFlags, 0, false
 	case ptOK && n.userOpens == 0:
-		if file, err := regfile.Open(local, os.O_RDONLY, 0); err == nil {
-			h.pt = file
-			n.ptOpens++
-			n.ptPath = local
-			n.fsys.counters.ptOpens.Add(1)
-			return h, readOpenFlags, 0, false
-		}
+		h.pt = local
+		n.ptOpens++
+		n.ptPath = local.Name()
+		n.fsys.counters.ptOpens.Add(1)
+		return h, readOpenFlags, 0, false
 	}
 	fuseFlags := uint32(readOpenFlags)
 	if hasLocal {
-		if file, err := regfile.Open(local, os.O_RDONLY, 0); err == nil {
-			h.local = file // spliced reads
-		}
+		h.local = local // spliced reads
 	}
 	v := oh.Info().Version
 	if v != "" && v == n.keepVersion {

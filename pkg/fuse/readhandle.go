@@ -19,6 +19,7 @@ type readHandle struct {
 	oh    objectHandle
 	pt    *os.File // backing file when opened in passthrough mode
 	local *os.File // complete data file for spliced user-space reads
+	ownPT bool     // pt was opened for this handle; else it is oh's
 
 	mu  sync.Mutex
 	det seqDetector // guarded by mu
@@ -72,12 +73,11 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.R
 	return gofuse.ReadResultData(dest[:got]), 0
 }
 
-// Release unpins the object.
+// Release unpins the object (which closes its data file when the cache
+// lets it go).
 func (h *readHandle) Release(context.Context) syscall.Errno {
-	for _, f := range []*os.File{h.local, h.pt} {
-		if f != nil {
-			_ = f.Close()
-		}
+	if h.ownPT {
+		_ = h.pt.Close()
 	}
 	_ = h.oh.Close()
 	h.node.closeRead(h.pt != nil)
