@@ -8,7 +8,7 @@
 #   bench/run.sh --quick -systems rclone,local     any basin-bench flag
 #
 # Needs root (FUSE mounts, drop_caches). Installs what is missing: what the
-# tests use (hack/install-tools.sh: rclone, fuse3, python3-torch, MinIO,
+# tests use (hack/install-tools.sh: rclone, fuse3, python3-torch, python3-torchvision, MinIO,
 # fake-gcs-server), then s3fs from apt and gcsfuse into
 # ~/.cache/basin-tools/bin. A peer that cannot be installed is reported as
 # n/a. Environment:

@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """PyTorch DataLoader epochs over every file below --root, on demand.
 
-Used by basin-bench (scenario 6). The files are read whole by DataLoader
-worker processes in a seeded random order, the way an image-classification
-job reads its training set (decoding is left out so the figure is the file
-system's).
+Used by basin-bench (scenarios 6 and 8). The files are read whole by
+DataLoader worker processes in a seeded random order, the way an
+image-classification job reads its training set: in scenario 6 decoding is
+left out so the figure is the file system's; with --imagefolder (scenario 8)
+--root is a torchvision ImageFolder of JPEGs that the workers decode, resize
+and crop to 224×224 tensors, a realistic input pipeline (needs
+python3-torchvision).
 
 Protocol, one JSON object per line on stdout: after importing torch and
 listing --root the script prints {"ready": true, "files": N,
@@ -54,6 +57,30 @@ class RawFiles(Dataset):
                 n += len(chunk)
 
 
+class DecodedImages:
+    """An ImageFolder whose items are (224x224 tensor, file size)."""
+
+    def __init__(self, root):
+        import io
+        from PIL import Image
+        from torchvision import datasets, transforms
+
+        self.io, self.Image = io, Image
+        self.folder = datasets.ImageFolder(root)
+        self.transform = transforms.Compose([
+            transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor()])
+
+    def __len__(self):
+        return len(self.folder.samples)
+
+    def __getitem__(self, i):
+        path, _ = self.folder.samples[i]
+        with open(path, "rb", buffering=0) as f:
+            data = f.read()
+        img = self.Image.open(self.io.BytesIO(data)).convert("RGB")
+        return self.transform(img), len(data)
+
+
 def list_files(root):
     out = []
     for d, dirs, files in os.walk(root):
@@ -68,8 +95,9 @@ def epoch(loader, progress):
     it = iter(loader)  # forks the workers
     t0 = last = time.perf_counter()
     for batch in it:
-        files += len(batch)
-        total += int(batch.sum())
+        sizes = batch[1] if isinstance(batch, (list, tuple)) else batch
+        files += len(sizes)
+        total += int(sizes.sum())
         now = time.perf_counter()
         if progress and now - last >= 1.0:
             emit({"progress": True, "files": files, "bytes": total, "seconds": now - t0})
@@ -87,6 +115,8 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--imagefolder", action="store_true",
+                    help="--root is an ImageFolder of JPEGs: decode, resize and crop every image")
     ap.add_argument("--progress", action="store_true",
                     help="print a progress line about once a second during an epoch")
     ap.add_argument("--epochs", type=int, default=0,
@@ -94,16 +124,16 @@ def main():
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    paths = list_files(args.root)
+    data = DecodedImages(args.root) if args.imagefolder else RawFiles(list_files(args.root))
     listed = time.perf_counter() - t0
-    if not paths:
+    if len(data) == 0:
         sys.exit("no files below " + args.root)
 
     gen = torch.Generator()
     gen.manual_seed(args.seed)
-    loader = DataLoader(RawFiles(paths), batch_size=args.batch, shuffle=True,
+    loader = DataLoader(data, batch_size=args.batch, shuffle=True,
                         num_workers=args.workers, generator=gen)
-    emit({"ready": True, "files": len(paths), "list_seconds": listed})
+    emit({"ready": True, "files": len(data), "list_seconds": listed})
     if args.epochs > 0:
         for _ in range(args.epochs):
             emit(epoch(loader, args.progress))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine with Go, the same
 # versions for `make test` (make tools), CI (.ci/run) and developers:
-#   - apt packages: fuse3, fio, rclone and python3-torch (bench scenarios);
+#   - apt packages: fuse3, fio, rclone, python3-torch and python3-torchvision (bench scenarios);
 #   - Go-built servers and tools, pinned, into $BASIN_TOOLS_DIR/bin
 #     (default ~/.cache/basin-tools/bin): MinIO, fake-gcs-server,
 #     csi-sanity and golangci-lint.
@@ -45,6 +45,7 @@ apt_packages() {
   command -v fio >/dev/null || need+=(fio)
   command -v rclone >/dev/null || need+=(rclone)
   /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
+  /usr/bin/python3 -c 'import torchvision' 2>/dev/null || need+=(python3-torchvision)
   ((${#need[@]})) || return 0
   log "apt: ${need[*]}"
   as_root apt-get update -qq

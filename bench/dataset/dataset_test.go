@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"image/jpeg"
 	"io"
 	"os"
 	"path/filepath"
@@ -239,5 +240,41 @@ func TestContentChunking(t *testing.T) {
 		if !bytes.Equal(got, whole) {
 			t.Errorf("reads of %d bytes gave different content", n)
 		}
+	}
+}
+
+// TestImages: the images set is an ImageFolder of valid JPEGs whose sizes
+// and dimensions vary, the same for every run.
+func TestImages(t *testing.T) {
+	set := Images(20, 4)
+	if err := set.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if k := set.Key(5); k != "images/c001/i000005.jpg" {
+		t.Errorf("key 5 = %q", k)
+	}
+	sizes := map[int]bool{}
+	widths := map[int]bool{}
+	for _, k := range set.Keys()[:8] {
+		body, size, err := set.Object(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(body)
+		if int64(len(b)) != size {
+			t.Fatalf("%s: %d bytes, size says %d", k, len(b), size)
+		}
+		cfg, err := jpeg.DecodeConfig(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: not a JPEG: %v", k, err)
+		}
+		again, _ := set.JPEG(k)
+		if !bytes.Equal(again, b) {
+			t.Fatalf("%s: not deterministic", k)
+		}
+		sizes[len(b)], widths[cfg.Width] = true, true
+	}
+	if len(sizes) < 6 || len(widths) < 6 {
+		t.Errorf("%d distinct sizes, %d widths in 8 images: want them varied", len(sizes), len(widths))
 	}
 }

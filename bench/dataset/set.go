@@ -17,6 +17,9 @@ const (
 	LayoutDirs Layout = "dirs" // Files round-robin over Dirs flat directories
 	LayoutFlat Layout = "flat" // Files in one directory
 	LayoutTree Layout = "tree" // Files round-robin over Fanout^Depth leaf directories
+	// LayoutImages: Files JPEGs of varied sizes round-robin over Dirs
+	// class directories (FileSize is 0: sizes vary).
+	LayoutImages Layout = "images"
 )
 
 // Set is one data set. It is plain data so it can be stored as a marker
@@ -62,7 +65,7 @@ func (s Set) Validate() error {
 	}
 	switch s.Layout {
 	case LayoutFlat:
-	case LayoutDirs:
+	case LayoutDirs, LayoutImages:
 		if s.Dirs <= 0 {
 			return fmt.Errorf("%w: %s: %d dirs", ErrInvalidSet, s.Name, s.Dirs)
 		}
@@ -79,7 +82,8 @@ func (s Set) Validate() error {
 // Prefix is the key prefix of every object of the set.
 func (s Set) Prefix() string { return s.Name + "/" }
 
-// TotalBytes is the sum of the object sizes.
+// TotalBytes is the sum of the object sizes (0 for the images set, whose
+// sizes vary).
 func (s Set) TotalBytes() int64 { return int64(s.Files) * s.FileSize }
 
 // leaves is Fanout^Depth, or -1 on overflow.
@@ -99,6 +103,8 @@ func (s Set) Key(i int) string {
 	switch s.Layout {
 	case LayoutDirs:
 		return fmt.Sprintf("%sd%03d/f%06d.bin", s.Prefix(), i%s.Dirs, i)
+	case LayoutImages:
+		return fmt.Sprintf("%sc%03d/i%06d.jpg", s.Prefix(), i%s.Dirs, i)
 	case LayoutTree:
 		var b strings.Builder
 		b.WriteString(s.Prefix())

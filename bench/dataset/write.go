@@ -40,7 +40,11 @@ func Write(ctx context.Context, sink Sink, set Set, workers int, progress Progre
 	var done atomic.Int64
 	err := forEach(ctx, set.Files, workers, func(ctx context.Context, i int) error {
 		key := set.Key(i)
-		if err := sink.Put(ctx, key, set.FileSize, set.Content(key, set.FileSize)); err != nil {
+		body, size, err := set.Object(key)
+		if err != nil {
+			return fmt.Errorf("dataset: generate %s: %w", key, err)
+		}
+		if err := sink.Put(ctx, key, size, body); err != nil {
 			return fmt.Errorf("dataset: put %s into %s: %w", key, sink, err)
 		}
 		if n := done.Add(1); progress != nil && (n%1000 == 0 || int(n) == set.Files) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/basin-csi/basin/bench/dataset"
 	"github.com/basin-csi/basin/bench/wanproxy"
 )
 
@@ -48,6 +49,8 @@ func writeHeader(b *bufio.Writer, r *Report) {
 	var sets []string
 	for _, s := range r.Sets {
 		switch {
+		case s.Layout == dataset.LayoutImages:
+			sets = append(sets, fmt.Sprintf("%s: %d JPEGs of varied sizes in %d class dirs", s.Name, s.Files, s.Dirs))
 		case s.FileSize == 0:
 			sets = append(sets, fmt.Sprintf("%s: %d zero-byte objects, %d levels × %d dirs", s.Name, s.Files, s.Depth, s.Fanout))
 		case s.Dirs > 0:

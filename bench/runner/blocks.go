@@ -190,6 +190,40 @@ func (s *session) torch(ctx context.Context) {
 	}
 }
 
+// images is scenario 8: two epochs of an ImageFolder of JPEGs decoded by
+// DataLoader workers, cold and warm.
+func (s *session) images(ctx context.Context) {
+	why := s.r.cfg.TorchUnavailable
+	if why == "" {
+		why = s.r.cfg.ImagesUnavailable
+	}
+	if why != "" {
+		for _, id := range []string{imagesCold, imagesWarm} {
+			s.cells[id] = naCell(why)
+		}
+		return
+	}
+	set := s.r.cfg.Sets.Images
+	if err := s.fresh(ctx); err != nil {
+		s.fail(err, imagesCold, imagesWarm)
+		return
+	}
+	cfg := s.r.cfg.Torch
+	cfg.ImageFolder = true
+	cfg.Seed = seed(imagesCold)
+	sctx, cancel := context.WithTimeout(ctx, s.r.cfg.PhaseTimeout)
+	sess, err := scenario.StartTorch(sctx, cfg, s.path(set.Name))
+	cancel()
+	if err != nil {
+		s.fail(err, imagesCold, imagesWarm)
+		return
+	}
+	defer sess.Close()
+	for _, id := range []string{imagesCold, imagesWarm} {
+		s.measure(ctx, id, sess.Epoch, expectFiles(int64(set.Files)))
+	}
+}
+
 // paths lists the set's files below the mount root.
 func (s *session) paths(set dataset.Set) []string {
 	keys := set.Keys()

@@ -25,6 +25,8 @@ type Sets struct {
 	// Create is what the create scenario creates (small files in
 	// directories, never in the bucket before).
 	Create dataset.Set
+	// Images is the ImageFolder of JPEGs of scenario 8.
+	Images dataset.Set
 }
 
 // Config tunes the scenarios.
@@ -46,11 +48,14 @@ type Config struct {
 	// why it cannot (the cells become n/a).
 	Torch            scenario.TorchConfig
 	TorchUnavailable string
+	// ImagesUnavailable, when set, says why the ImageFolder scenario
+	// cannot run (no torchvision).
+	ImagesUnavailable string
 }
 
 // Validate checks the config.
 func (c Config) Validate() error {
-	for _, s := range []dataset.Set{c.Sets.Small, c.Sets.Checkpoint, c.Sets.Tree, c.Sets.Write, c.Sets.Create} {
+	for _, s := range []dataset.Set{c.Sets.Small, c.Sets.Checkpoint, c.Sets.Tree, c.Sets.Write, c.Sets.Create, c.Sets.Images} {
 		if err := s.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

@@ -23,6 +23,8 @@ const (
 	createWrite    = "create/write"
 	torchCold      = "torch/cold"
 	torchWarm      = "torch/warm"
+	imagesCold     = "images/cold"
+	imagesWarm     = "images/warm"
 )
 
 // rowDef names one report row.
@@ -41,6 +43,7 @@ func rowDefs(c Config) []rowDef {
 	write := "5. checkpoint write, 1 thread"
 	torch := fmt.Sprintf("6. PyTorch DataLoader, %d workers", c.Torch.Workers)
 	create := fmt.Sprintf("7. creating %s files in new directories (cp -r), 1 thread", sizeText(c.Sets.Create.FileSize))
+	images := fmt.Sprintf("8. JPEG ImageFolder decoded by DataLoader, %d workers", c.Torch.Workers)
 	return []rowDef{
 		{smallCold, small, "cold", report.FilesPerSec, "1 small epoch cold"},
 		{smallWarm, small, "warm", report.FilesPerSec, "1 small epoch warm"},
@@ -57,6 +60,8 @@ func rowDefs(c Config) []rowDef {
 		{torchCold, torch, "cold", report.FilesPerSec, "6 torch cold"},
 		{torchWarm, torch, "warm", report.FilesPerSec, "6 torch warm"},
 		{createWrite, create, "create until in the bucket", report.FilesPerSec, "7 create"},
+		{imagesCold, images, "cold", report.FilesPerSec, "8 JPEG cold"},
+		{imagesWarm, images, "warm", report.FilesPerSec, "8 JPEG warm"},
 	}
 }
 

@@ -84,7 +84,7 @@ func (s *session) logf(format string, args ...any) {
 }
 
 func (s *session) run(ctx context.Context) {
-	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch, s.create}
+	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch, s.create, s.images}
 	for _, b := range blocks {
 		if ctx.Err() != nil {
 			break
@@ -205,6 +205,16 @@ func expectBytes(want int64) func(scenario.Measure) error {
 	return func(m scenario.Measure) error {
 		if m.Bytes != want {
 			return fmt.Errorf("read %d bytes, want %d", m.Bytes, want)
+		}
+		return nil
+	}
+}
+
+// expectFiles checks an epoch went through exactly want files.
+func expectFiles(want int64) func(scenario.Measure) error {
+	return func(m scenario.Measure) error {
+		if m.Files != want {
+			return fmt.Errorf("read %d files, want %d", m.Files, want)
 		}
 		return nil
 	}

@@ -25,6 +25,7 @@ func testConfig() Config {
 			Tree:       dataset.Tree(30, 2, 2),
 			Write:      dataset.Checkpoint(2, 1<<20),
 			Create:     dataset.Set{Name: "create", Layout: dataset.LayoutDirs, Files: 6, FileSize: 1000, Dirs: 2, Seed: 7},
+			Images:     dataset.Images(6, 2),
 		},
 		Threads: 4, RandThreads: 4, RandReads: 10, RandSize: 1 << 20,
 		PhaseTimeout:     time.Minute,
@@ -92,7 +93,7 @@ func TestRunAllScenarios(t *testing.T) {
 	for i, d := range rowDefs(cfg) {
 		c := rows[i].Cells["fake"]
 		switch {
-		case d.id == torchCold || d.id == torchWarm:
+		case d.id == torchCold || d.id == torchWarm || d.id == imagesCold || d.id == imagesWarm:
 			if c.Status != report.NA {
 				t.Errorf("%s: %s, want n/a without torch", d.id, c.Status)
 			}

@@ -222,6 +222,46 @@ func TestTorch(t *testing.T) {
 	}
 }
 
+// TestTorchImageFolder runs the ImageFolder epochs of scenario 8: every
+// JPEG is decoded, and the bytes are the files' sizes.
+func TestTorchImageFolder(t *testing.T) {
+	cfg := torchConfig(t)
+	cfg.ImageFolder = true
+	if err := CheckTorch(context.Background(), cfg); err != nil {
+		testserver.Unavailable(t, "no torchvision: %v (install: %s)", err, testserver.InstallHint)
+	}
+	set := dataset.Images(12, 3)
+	root := makeSet(t, set)
+	var want int64
+	for _, p := range paths(root, set) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += fi.Size()
+	}
+	ctx := context.Background()
+	sess, err := StartTorch(ctx, cfg, filepath.Join(root, set.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	m, err := sess.Epoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 12 || m.Bytes != want {
+		t.Fatalf("epoch: %+v, want 12 images of %d bytes in all", m, want)
+	}
+	// A file that is no JPEG fails the epoch: the images are decoded.
+	if err := os.WriteFile(paths(root, set)[0], []byte("not a jpeg"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Epoch(ctx); err == nil {
+		t.Error("an epoch over a broken JPEG succeeded: the images are not decoded")
+	}
+}
+
 func TestTorchFailures(t *testing.T) {
 	cfg := torchConfig(t)
 	if _, err := StartTorch(context.Background(), cfg, t.TempDir()); err == nil || !strings.Contains(err.Error(), "no files") {

@@ -25,16 +25,24 @@ type TorchConfig struct {
 	Workers int
 	Batch   int
 	Seed    uint64
+	// ImageFolder makes the workers decode an ImageFolder of JPEGs
+	// (torchvision) instead of reading raw files.
+	ImageFolder bool
 }
 
-// ErrNoTorch means the interpreter cannot import torch.
+// ErrNoTorch means the interpreter cannot import torch (or torchvision).
 var ErrNoTorch = errors.New("scenario: python cannot import torch")
 
-// CheckTorch verifies that cfg.Python can import torch.
+// CheckTorch verifies that cfg.Python can import torch (and torchvision
+// for an ImageFolder).
 func CheckTorch(ctx context.Context, cfg TorchConfig) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, cfg.Python, "-c", "import torch; print(torch.__version__)").CombinedOutput()
+	imports := "import torch"
+	if cfg.ImageFolder {
+		imports += ", torchvision, PIL"
+	}
+	out, err := exec.CommandContext(ctx, cfg.Python, "-c", imports+"; print(torch.__version__)").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v: %s", ErrNoTorch, cfg.Python, err, strings.TrimSpace(string(out)))
 	}
@@ -84,9 +92,13 @@ func StartTorch(ctx context.Context, cfg TorchConfig, dir string) (*TorchSession
 }
 
 func startTorchProc(ctx context.Context, cfg TorchConfig, dir string) (*torchProc, error) {
-	cmd := exec.Command(cfg.Python, cfg.Script, "--root", dir, "--progress",
+	args := []string{cfg.Script, "--root", dir, "--progress",
 		"--workers", strconv.Itoa(cfg.Workers), "--batch", strconv.Itoa(cfg.Batch),
-		"--seed", strconv.FormatUint(cfg.Seed%(1<<62), 10))
+		"--seed", strconv.FormatUint(cfg.Seed%(1<<62), 10)}
+	if cfg.ImageFolder {
+		args = append(args, "--imagefolder")
+	}
+	cmd := exec.Command(cfg.Python, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -82,7 +82,7 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 			logf("GCS side unavailable: %v", e.gcs.err)
 		}
 	}
-	sets := []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree}
+	sets := []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Images}
 	sinks := []dataset.Sink{dataset.DirSink{Root: e.localRoot}}
 	for _, sd := range []*side{&e.s3, &e.gcs} {
 		if sd.store != nil && sd.err == nil {

@@ -62,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if why := torchUnavailable(ctx, cfg); why != "" {
 		cfg.run.TorchUnavailable = why
 		logf("PyTorch scenario n/a: %s", why)
+	} else if why := imagesUnavailable(ctx, cfg); why != "" {
+		cfg.run.ImagesUnavailable = why
+		logf("ImageFolder scenario n/a: %s", why)
 	}
 	env, err := setup(ctx, cfg, logf)
 	if env != nil {
@@ -89,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Started:  started,
 		Finished: time.Now(),
 		Proxy:    proxyConfig(cfg),
-		Sets:     []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Write, cfg.run.Sets.Create},
+		Sets:     []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Write, cfg.run.Sets.Create, cfg.run.Sets.Images},
 		Systems:  cols,
 		Rows:     rows,
 		Notes:    notes(cfg),
@@ -135,6 +138,15 @@ func torchUnavailable(ctx context.Context, cfg config) string {
 	}
 	if err := scenario.CheckTorch(ctx, cfg.run.Torch); err != nil {
 		return err.Error() + " (apt-get install python3-torch)"
+	}
+	return ""
+}
+
+func imagesUnavailable(ctx context.Context, cfg config) string {
+	tc := cfg.run.Torch
+	tc.ImageFolder = true
+	if err := scenario.CheckTorch(ctx, tc); err != nil {
+		return err.Error() + " (apt-get install python3-torchvision)"
 	}
 	return ""
 }
