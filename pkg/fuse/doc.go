@@ -31,9 +31,12 @@
 // # Reads
 //
 // Opening a file pins one object version in the cache. When the cache holds
-// the whole object (Handle.LocalPath), the open is served by FUSE
-// passthrough (kernel >= 6.9, CAP_SYS_ADMIN): the kernel reads the cache's
-// data file directly and this process sees no READ requests. Otherwise
+// the whole object (Handle.LocalFile), the open is served by FUSE
+// passthrough (kernel >= 6.9, CAP_SYS_ADMIN) on the cache's own descriptor
+// of the data file: the kernel reads that file directly and this process
+// sees no READ requests. Read-only opens carry FOPEN_NOFLUSH, so a
+// reader's close(2) sends no FLUSH: a warm file costs one OPEN and an
+// asynchronous RELEASE. Otherwise
 // reads are answered in user space, spliced from the data file when it is
 // complete and read through the cache (Handle.ReadAt) when not; a
 // per-handle sequential-read detector grows a prefetch window up to
