@@ -105,6 +105,32 @@ func digest(s string) string {
 // this machine serving the volume with handle.
 func fuseProcesses(t *testing.T, handle string) []int {
 	t.Helper()
+	var serving []int
+	for _, pid := range volumeProcesses(t, handle) {
+		if holdsCacheLock(pid) {
+			serving = append(serving, pid)
+		}
+	}
+	return serving
+}
+
+// holdsCacheLock reports whether process pid has a cache's LOCK file
+// open: the process serving a volume does, its standby (which opens the
+// cache only when it takes over) does not.
+func holdsCacheLock(pid int) bool {
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && strings.HasSuffix(target, "/LOCK") {
+			return true
+		}
+	}
+	return false
+}
+
+// volumeProcesses lists every `csi-driver mount` process of the volume
+// handle: the serving one and its standby.
+func volumeProcesses(t *testing.T, handle string) []int {
+	t.Helper()
 	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	if err != nil {
 		t.Fatal(err)

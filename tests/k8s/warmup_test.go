@@ -74,7 +74,7 @@ func TestWarmupJob(t *testing.T) {
 	// Its pod gone, the volume is unstaged: the reader's FUSE process is
 	// a new one, whose counters start at zero.
 	kubectl(t, "-n", ns, "delete", "job", "imagenet-warmup", "--cascade=foreground", "--wait=true")
-	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(fuseProcesses(t, handle)) == 0 })
+	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(volumeProcesses(t, handle)) == 0 })
 
 	script := `echo sum=$(sha256sum /data/train/* | sha256sum | cut -d' ' -f1)
 echo READY
