@@ -47,8 +47,8 @@ type sessionFS struct {
 	epoch   uint64 // 29 random bits, shifted into place
 	resumed bool
 	// set before serving:
-	ledger     *ioLedger      // nil: none (no session record)
-	unregister func(id int32) // releases a backing ID; nil: none
+	ledger     *ioLedger        // nil: none (no session record)
+	unregister func(id int32)   // releases a backing ID; nil: none
 	orphaned   func(ino uint64) // the last inherited open of ino is gone; nil: none
 
 	mu sync.Mutex

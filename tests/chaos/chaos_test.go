@@ -49,7 +49,7 @@ func TestChaos(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var done []killAt
-	byStandby := 0 // heals by the volume's standby process
+	byStandby := 0                     // heals by the volume's standby process
 	time.Sleep(300 * time.Millisecond) // readers under way, the cache still cold
 	for range kills {
 		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
