@@ -209,12 +209,20 @@ type reader struct {
 // startReader starts a reader child with spec.
 func startReader(t *testing.T, spec readerSpec) *reader {
 	t.Helper()
+	cmd, stdin, stdout := startChild(t, readerEnv, spec)
+	return &reader{cmd: cmd, stdin: stdin, out: bufio.NewReaderSize(stdout, 1<<20)}
+}
+
+// startChild re-executes this test binary with env set to spec as JSON
+// (TestMain dispatches on it), killed at the end of the test.
+func startChild(t *testing.T, env string, spec any) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
 	b, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), readerEnv+"="+string(b))
+	cmd.Env = append(os.Environ(), env+"="+string(b))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -232,7 +240,7 @@ func startReader(t *testing.T, spec readerSpec) *reader {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	return &reader{cmd: cmd, stdin: stdin, out: bufio.NewReaderSize(stdout, 1<<20)}
+	return cmd, stdin, stdout
 }
 
 // line reads the child's next output line.

@@ -240,29 +240,7 @@ type writer struct {
 
 func startWriter(t *testing.T, spec writerSpec) *writer {
 	t.Helper()
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), writerEnv+"="+string(b))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	cmd, stdin, stdout := startChild(t, writerEnv, spec)
 	w := &writer{cmd: cmd, stdin: stdin}
 	if spec.Dir != "" {
 		w.out = stdout
