@@ -22,32 +22,8 @@ type Durable func(ctx context.Context, key string, size int64) (bool, error)
 // one in the bucket. The time covers both, so a file system that uploads
 // after close is not flattered.
 func WriteFiles(ctx context.Context, root, dir string, set dataset.Set, durable Durable) (Measure, error) {
-	var m Measure
-	buf := make([]byte, readBuf)
-	start := time.Now()
-	keys := make([]string, 0, set.Files)
-	for i := 0; i < set.Files && ctx.Err() == nil; i++ {
-		key := dir + "/" + filepath.Base(set.Key(i))
-		n, err := writeFile(filepath.Join(root, key), set.Content(set.Key(i), set.FileSize), buf)
-		m.Bytes += n
-		if err != nil {
-			m.Elapsed = time.Since(start)
-			return m, err
-		}
-		keys = append(keys, key)
-		m.Files++
-	}
-	for _, key := range keys {
-		if err := waitDurable(ctx, durable, key, set.FileSize); err != nil {
-			m.Elapsed = time.Since(start)
-			if ctx.Err() != nil {
-				return m, stopped(ctx, &m)
-			}
-			return m, err
-		}
-	}
-	m.Elapsed = time.Since(start)
-	return m, stopped(ctx, &m)
+	key := func(i int) string { return dir + "/" + filepath.Base(set.Key(i)) }
+	return writeAll(ctx, root, set, durable, key, writeFile)
 }
 
 // CreateFiles makes every file of set below root/dir in key order, one
@@ -56,40 +32,53 @@ func WriteFiles(ctx context.Context, root, dir string, set dataset.Set, durable 
 // it waits until durable reports each one in the bucket; the time covers
 // both.
 func CreateFiles(ctx context.Context, root, dir string, set dataset.Set, durable Durable) (Measure, error) {
-	var m Measure
-	buf := make([]byte, readBuf)
-	start := time.Now()
+	key := func(i int) string { return dir + "/" + strings.TrimPrefix(set.Key(i), set.Prefix()) }
 	made := map[string]bool{}
-	keys := make([]string, 0, set.Files)
-	for i := 0; i < set.Files && ctx.Err() == nil; i++ {
-		key := dir + "/" + strings.TrimPrefix(set.Key(i), set.Prefix())
-		p := filepath.Join(root, key)
-		if d := filepath.Dir(p); !made[d] {
+	create := func(path string, body io.Reader, buf []byte) (int64, error) {
+		if d := filepath.Dir(path); !made[d] {
 			if err := os.MkdirAll(d, 0o755); err != nil {
-				m.Elapsed = time.Since(start)
-				return m, err
+				return 0, err
 			}
 			made[d] = true
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			m.Elapsed = time.Since(start)
-			return m, err
+			return 0, err
 		}
-		n, err := io.CopyBuffer(struct{ io.Writer }{f}, set.Content(set.Key(i), set.FileSize), buf)
-		m.Bytes += n
+		n, err := io.CopyBuffer(struct{ io.Writer }{f}, body, buf)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			m.Elapsed = time.Since(start)
-			return m, fmt.Errorf("create %s: %w", p, err)
+			return n, fmt.Errorf("create %s: %w", path, err)
 		}
-		keys = append(keys, key)
+		return n, nil
+	}
+	return writeAll(ctx, root, set, durable, key, create)
+}
+
+// writeAll writes file i of set to root/key(i) with write, one after
+// another, then waits until durable reports each one in the bucket; the
+// time covers both.
+func writeAll(ctx context.Context, root string, set dataset.Set, durable Durable, key func(int) string,
+	write func(path string, body io.Reader, buf []byte) (int64, error)) (Measure, error) {
+	var m Measure
+	buf := make([]byte, readBuf)
+	start := time.Now()
+	keys := make([]string, 0, set.Files)
+	for i := 0; i < set.Files && ctx.Err() == nil; i++ {
+		k := key(i)
+		n, err := write(filepath.Join(root, k), set.Content(set.Key(i), set.FileSize), buf)
+		m.Bytes += n
+		if err != nil {
+			m.Elapsed = time.Since(start)
+			return m, err
+		}
+		keys = append(keys, k)
 		m.Files++
 	}
-	for _, key := range keys {
-		if err := waitDurable(ctx, durable, key, set.FileSize); err != nil {
+	for _, k := range keys {
+		if err := waitDurable(ctx, durable, k, set.FileSize); err != nil {
 			m.Elapsed = time.Since(start)
 			if ctx.Err() != nil {
 				return m, stopped(ctx, &m)
