@@ -24,14 +24,19 @@ type contentReader struct {
 
 // Content returns a reader of the size bytes of the object at key.
 func (s Set) Content(key string, size int64) io.Reader {
+	return &contentReader{rng: s.source(key), left: size}
+}
+
+// source is the random stream of key's content: a PCG seeded by
+// sha256(Seed, key).
+func (s Set) source(key string) *rand.PCG {
 	h := sha256.New()
 	var seed [8]byte
 	binary.LittleEndian.PutUint64(seed[:], s.Seed)
 	h.Write(seed[:])
 	h.Write([]byte(key))
 	sum := h.Sum(nil)
-	rng := rand.NewPCG(binary.LittleEndian.Uint64(sum[0:8]), binary.LittleEndian.Uint64(sum[8:16]))
-	return &contentReader{rng: rng, left: size}
+	return rand.NewPCG(binary.LittleEndian.Uint64(sum[0:8]), binary.LittleEndian.Uint64(sum[8:16]))
 }
 
 func (r *contentReader) Read(p []byte) (int, error) {

@@ -2,8 +2,6 @@ package dataset
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"image"
 	"image/jpeg"
 	"io"
@@ -33,13 +31,7 @@ func (s Set) Object(key string) (io.Reader, int64, error) {
 // gradients under noise, quality 75 to 95, so that files range from about
 // 10 KiB to 250 KiB like a photo data set's and take real work to decode.
 func (s Set) JPEG(key string) ([]byte, error) {
-	h := sha256.New()
-	var seed [8]byte
-	binary.LittleEndian.PutUint64(seed[:], s.Seed)
-	h.Write(seed[:])
-	h.Write([]byte(key))
-	sum := h.Sum(nil)
-	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[0:8]), binary.LittleEndian.Uint64(sum[8:16])))
+	rng := rand.New(s.source(key))
 	w, ht := 160+rng.IntN(641), 160+rng.IntN(641)
 	noise := 4 + rng.IntN(40)
 	img := image.NewYCbCr(image.Rect(0, 0, w, ht), image.YCbCrSubsampleRatio420)
