@@ -298,33 +298,30 @@ func (s *sessionFS) Ioctl(cancel <-chan struct{}, in *gofuse.IoctlIn, inbuf []by
 }
 
 func (s *sessionFS) Flush(cancel <-chan struct{}, in *gofuse.FlushIn) gofuse.Status {
-	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
+	if skip, st := s.syncable(&in.InHeader, in.NodeId, &in.Fh); skip || !st.Ok() {
 		return st
 	}
-	if !s.mine(in.Fh) && in.Fh&fhWritable == 0 {
-		return gofuse.OK // an inherited reader: nothing to flush
-	}
-	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
-	if !st.Ok() {
-		return st
-	}
-	in.Fh = fh
 	return s.RawFileSystem.Flush(cancel, in)
 }
 
 func (s *sessionFS) Fsync(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Status {
-	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
+	if skip, st := s.syncable(&in.InHeader, in.NodeId, &in.Fh); skip || !st.Ok() {
 		return st
 	}
-	if !s.mine(in.Fh) && in.Fh&fhWritable == 0 {
-		return gofuse.OK // an inherited reader: nothing to sync
-	}
-	fh, st := s.handle(&in.InHeader, in.Fh, 0, false)
-	if !st.Ok() {
-		return st
-	}
-	in.Fh = fh
 	return s.RawFileSystem.Fsync(cancel, in)
+}
+
+// syncable maps the handle of a flush or fsync, adopting an inherited
+// writer's; skip (with OK) means an inherited reader's: nothing to do.
+func (s *sessionFS) syncable(h *gofuse.InHeader, id uint64, fh *uint64) (skip bool, st gofuse.Status) {
+	if st := s.node(h, id); !st.Ok() {
+		return false, st
+	}
+	if !s.mine(*fh) && *fh&fhWritable == 0 {
+		return true, gofuse.OK
+	}
+	*fh, st = s.handle(h, *fh, 0, false)
+	return false, st
 }
 
 func (s *sessionFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse.Status {
