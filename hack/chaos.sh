@@ -43,16 +43,12 @@ summary() {
     echo "$2$3"
   fi
 }
-for v in $variants; do
-  [ "$v" = saturated ] || continue
-  summary "$out/chaos-saturated-writer-summary.txt" "saturated: " "writers: errors=? (no summary: the test did not finish)"
-  summary "$out/chaos-saturated-node-summary.txt" "saturated: " "node plugin restarts: errors=? (no summary: the test did not finish)"
-  summary "$out/chaos-saturated-summary.txt" "saturated: " "errors=? (no summary: the chaos test did not finish)"
-done
-for v in $variants; do
-  [ "$v" = idle ] || continue
-  summary "$out/chaos-writer-summary.txt" "" "writers: errors=? (no summary: the test did not finish)"
-  summary "$out/chaos-node-summary.txt" "" "node plugin restarts: errors=? (no summary: the test did not finish)"
-  summary "$out/chaos-summary.txt" "" "errors=? (no summary: the chaos test did not finish)"
-done
+# summaries PREFIX LABEL: the three summaries of a variant.
+summaries() {
+  summary "$out/$1-writer-summary.txt" "$2" "writers: errors=? (no summary: the test did not finish)"
+  summary "$out/$1-node-summary.txt" "$2" "node plugin restarts: errors=? (no summary: the test did not finish)"
+  summary "$out/$1-summary.txt" "$2" "errors=? (no summary: the chaos test did not finish)"
+}
+case " $variants " in *" saturated "*) summaries chaos-saturated "saturated: " ;; esac
+case " $variants " in *" idle "*) summaries chaos "" ;; esac
 exit $status
