@@ -64,13 +64,21 @@ func (r *run) walk(ctx context.Context, roots []string, n int) {
 			r.fail(root, fmt.Errorf("%w: not a regular file or a directory", ErrInvalidOptions))
 		}
 	}
+	woken := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(woken)
 		w.mu.Lock()
 		w.closed = true
 		w.mu.Unlock()
 		w.cond.Broadcast()
 	})
-	defer stop()
+	defer func() {
+		// stop reports false once the wake-up has started; wait for it so
+		// nothing of the walk outlives Run.
+		if !stop() {
+			<-woken
+		}
+	}()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() { w.lister(ctx) })
