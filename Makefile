@@ -8,7 +8,7 @@ TOOLS_DIR ?= $(or $(BASIN_TOOLS_DIR),$(HOME)/.cache/basin-tools)
 export BASIN_TOOLS_DIR := $(TOOLS_DIR)
 export PATH := $(TOOLS_DIR)/bin:$(PATH)
 
-.PHONY: build demo test tools lint vet sanity e2e chaos bench bench-quick image k8s-e2e k8s-up k8s-down clean
+.PHONY: build demo test tools lint vet sanity e2e chaos bench bench-quick image generate k8s-e2e k8s-up k8s-down clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/csi-driver
@@ -51,6 +51,10 @@ bench: build
 
 bench-quick: build
 	./bench/run.sh --quick
+
+## generate: deep-copy functions and CustomResourceDefinitions from pkg/api (controller-gen); commit the result.
+generate:
+	./hack/generate.sh
 
 ## image: Basin's image as an image tarball, built without a container engine (static binary + CA bundle).
 IMAGE      ?= ghcr.io/basin-csi/basin

@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver"
+	"github.com/basin-csi/basin/pkg/orchestrator"
 )
 
 // controllerConfig is everything `csi-driver controller` needs, built from
@@ -18,6 +21,12 @@ type controllerConfig struct {
 	Driver         driver.Config
 	Controller     driver.ControllerConfig
 	MetricsAddress string // metrics.go
+	// Orchestrate runs the Kubernetes controllers and the placement
+	// webhook (pkg/orchestrator) beside the CSI services; it needs the
+	// API server (in-cluster configuration, or Kubeconfig).
+	Orchestrate  bool
+	Orchestrator orchestrator.Config
+	Kubeconfig   string
 }
 
 // controllerFlagSet declares the flags of `csi-driver controller` into c.
@@ -32,6 +41,14 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 		"refuse requests whose provisioner secret holds no credentials, instead of using the default credential chain (IRSA, workload identity, environment)")
 	metricsAddressFlag(fs, &c.MetricsAddress)
 	healthAddressFlag(fs, &c.Driver.HealthAddress)
+	fs.BoolVar(&c.Orchestrate, "orchestrate", false,
+		"also run Basin's Kubernetes controllers (VolumeCache clean-up, Warmup) and the cache-aware placement webhook")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig `file` for --orchestrate (default: the in-cluster configuration)")
+	fs.StringVar(&c.Orchestrator.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
+		"the controller's own `namespace` (leader election, webhook secret); default $POD_NAMESPACE")
+	fs.BoolVar(&c.Orchestrator.LeaderElection, "leader-elect", true, "with --orchestrate, run the reconcilers on one replica at a time")
+	fs.StringVar(&c.Orchestrator.Image, "warmup-image", os.Getenv("POD_IMAGE"),
+		"`image` of the Warmup controller's pods (default $POD_IMAGE: the controller's own image)")
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		_, _ = fmt.Fprint(out, "Usage: csi-driver controller [flags]\n\n"+
@@ -53,6 +70,10 @@ func parseControllerArgs(args []string, out io.Writer) (controllerConfig, error)
 		return controllerConfig{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.Driver.Version = version
+	c.Orchestrator.DriverName = c.Driver.Name
+	if c.Orchestrate && c.Orchestrator.Namespace == "" {
+		return controllerConfig{}, fmt.Errorf("--orchestrate needs --namespace (or $POD_NAMESPACE)")
+	}
 	return c, nil
 }
 
@@ -71,7 +92,7 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := startControllerMetrics(ctx, cfg.MetricsAddress, &cfg.Driver)
+	stopMetrics, err := startControllerMetrics(ctx, cfg.MetricsAddress, &cfg.Driver, &cfg.Orchestrator)
 	if err != nil {
 		return err
 	}
@@ -80,5 +101,20 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return d.Run(ctx)
+	if !cfg.Orchestrate {
+		return d.Run(ctx)
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("orchestrate: %w", err)
+	}
+	// Either part ending ends both: the pod restarts whole.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- d.Run(ctx) }()
+	go func() { errs <- orchestrator.Run(ctx, restCfg, cfg.Orchestrator) }()
+	err = <-errs
+	cancel()
+	return errors.Join(err, <-errs)
 }

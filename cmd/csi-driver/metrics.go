@@ -13,9 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/basin-csi/basin/pkg/driver"
 	"github.com/basin-csi/basin/pkg/metrics"
+	"github.com/basin-csi/basin/pkg/orchestrator"
 )
 
 // The plugins' /metrics endpoint (off unless --metrics-address is given;
@@ -45,13 +47,16 @@ func pluginRegistry() *prometheus.Registry {
 // startControllerMetrics serves the controller's metrics (its CSI calls:
 // provisioning counts and errors) at addr, setting dc.Metrics. addr ""
 // serves nothing. stop ends serving.
-func startControllerMetrics(ctx context.Context, addr string, dc *driver.Config) (stop func(), err error) {
+func startControllerMetrics(ctx context.Context, addr string, dc *driver.Config, oc *orchestrator.Config) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
 	reg := pluginRegistry()
 	dc.Metrics = reg
-	_, stop, err = serveMetrics(ctx, addr, reg)
+	oc.Metrics = reg
+	// controller-runtime keeps its reconcile and webhook metrics in its
+	// own registry; serve both.
+	_, stop, err = serveMetrics(ctx, addr, prometheus.Gatherers{reg, ctrlmetrics.Registry})
 	return stop, err
 }
 

@@ -1,10 +1,14 @@
 package manifests
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 	"io"
 	"io/fs"
 	"os"
@@ -50,6 +54,7 @@ func strictDecoder() (runtime.Decoder, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		rbacv1.AddToScheme, storagev1.AddToScheme,
+		apiextensionsv1.AddToScheme, admissionregistrationv1.AddToScheme, basinv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, err

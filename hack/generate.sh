@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Regenerates what is generated from pkg/api: the deep-copy functions
+# (zz_generated.deepcopy.go) and the CustomResourceDefinitions in
+# deploy/kubernetes/crds. `make generate`; commit the result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CONTROLLER_GEN=${CONTROLLER_GEN:-go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.21.0}
+$CONTROLLER_GEN object paths=./pkg/api/...
+$CONTROLLER_GEN crd:crdVersions=v1 paths=./pkg/api/... output:crd:dir=deploy/kubernetes/crds
