@@ -101,6 +101,11 @@ type Attributes struct {
 	Provisioning Provisioning
 	Reclaim      Reclaim
 
+	// CacheAffinity lets the placement webhook prefer the nodes that
+	// hold the volume's cache (true unless the StorageClass or PV says
+	// false).
+	CacheAffinity bool
+
 	// Secrets are the credentials from the secret map; never encoded.
 	Secrets Secrets
 }
@@ -123,6 +128,7 @@ func Defaults() Attributes {
 		FileMode:            d.FileMode,
 		DirMode:             d.DirMode,
 		Reclaim:             DefaultReclaim,
+		CacheAffinity:       true,
 	}
 }
 
@@ -158,7 +164,7 @@ func (a Attributes) Credentials() objstore.Credentials { return a.Secrets.Creden
 // (mountspec.Spec.WithOptions, WithMountGroup) and validates it. Every
 // attribute that matters to a mount lands here (attributes_test.go holds
 // it to that); Warmup is the node plugin's own, Provisioning and Reclaim
-// the controller's, Secrets travel beside the spec.
+// the controller's, CacheAffinity the placement webhook's, Secrets travel beside the spec.
 func (a Attributes) MountSpec() mountspec.Spec {
 	s := mountspec.Default()
 	s.Backend, s.Bucket, s.Prefix = a.Backend, a.Bucket, a.Prefix

@@ -50,6 +50,7 @@ func fields() []field {
 		{KeyReclaim, parseReclaim, func(a Attributes) string { return string(a.Reclaim) }},
 		{KeyMountOptions, parseMountOptions, func(a Attributes) string { return strings.Join(a.MountOptions, ",") }},
 		{KeyWarmup, parseWarmup, formatWarmup},
+		boolField(KeyCacheAffinity, func(a *Attributes) *bool { return &a.CacheAffinity }),
 	}
 }
 

@@ -63,6 +63,10 @@ const (
 	// NodeStageVolume, so the node's cache holds them before the workload
 	// asks.
 	KeyWarmup = "warmup"
+	// KeyCacheAffinity set to false opts the volume out of cache-aware
+	// placement: the controller's admission webhook adds no preference
+	// for the nodes that hold its cache. Mounts ignore it.
+	KeyCacheAffinity = "cacheAffinity"
 )
 
 // Keys of the secret (the provisioner secret for CreateVolume and
@@ -90,7 +94,7 @@ func Keys() []string {
 		KeyBackend, KeyBucket, KeyPrefix, KeyEndpoint, KeyRegion, KeyPathStyle, KeyProject,
 		KeyCacheSize, KeyCacheBlockSize, KeyMetadataTTL, KeyNegativeMetadataTTL, KeyReadAhead,
 		KeyMaxParallelFetches, KeyUID, KeyGID, KeyFileMode, KeyDirMode, KeyReadOnly,
-		KeyProvisioning, KeyReclaim, KeyMountOptions, KeyWarmup,
+		KeyProvisioning, KeyReclaim, KeyMountOptions, KeyWarmup, KeyCacheAffinity,
 	}
 }
 

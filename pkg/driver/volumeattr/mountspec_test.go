@@ -11,10 +11,11 @@ import (
 // notMountSettings are the Attributes fields that deliberately do not
 // reach the mount spec, and why.
 var notMountSettings = map[string]string{
-	"Warmup":       "the node plugin reads the paths itself after NodeStageVolume",
-	"Provisioning": "CreateVolume only",
-	"Reclaim":      "DeleteVolume only",
-	"Secrets":      "credentials travel beside the spec in the hand-off file, never in it",
+	"Warmup":        "the node plugin reads the paths itself after NodeStageVolume",
+	"Provisioning":  "CreateVolume only",
+	"Reclaim":       "DeleteVolume only",
+	"CacheAffinity": "read from the PV by the placement webhook, never by a mount",
+	"Secrets":       "credentials travel beside the spec in the hand-off file, never in it",
 }
 
 // TestEveryAttributeLandsInMountSpec changes each field of Attributes in

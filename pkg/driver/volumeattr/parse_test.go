@@ -54,6 +54,8 @@ func TestParseValues(t *testing.T) {
 		{"empty mount options", map[string]string{KeyMountOptions: ""}, func(a Attributes) bool { return a.MountOptions == nil }},
 		{"explicit provisioning", map[string]string{KeyBucket: "b12", KeyProvisioning: "bucket"}, func(a Attributes) bool { return a.Provisioning == ProvisionBucket }},
 		{"retain", map[string]string{KeyReclaim: "retain"}, func(a Attributes) bool { return a.Reclaim == ReclaimRetain }},
+		{"cache affinity default", map[string]string{}, func(a Attributes) bool { return a.CacheAffinity }},
+		{"cache affinity off", map[string]string{KeyCacheAffinity: "false"}, func(a Attributes) bool { return !a.CacheAffinity }},
 		{"gcs project", map[string]string{KeyBackend: "gcs", KeyProject: "p-1"}, func(a Attributes) bool { return a.Backend == objstore.BackendGCS && a.Project == "p-1" }},
 		{"file dir", map[string]string{KeyBackend: "file", KeyBucket: "/srv/data"}, func(a Attributes) bool { return a.Bucket == "/srv/data" && a.Provisioning == ProvisionPrefix }},
 		{"kubernetes keys ignored", map[string]string{
@@ -95,6 +97,7 @@ func TestParseErrors(t *testing.T) {
 		{"mode not octal", map[string]string{KeyFileMode: "0988"}, nil, []string{KeyFileMode}},
 		{"mode too big", map[string]string{KeyDirMode: "01777"}, nil, []string{KeyDirMode}},
 		{"bad bool", map[string]string{KeyReadOnly: "yes"}, nil, []string{KeyReadOnly}},
+		{"bad cache affinity", map[string]string{KeyCacheAffinity: "off"}, nil, []string{KeyCacheAffinity}},
 		{"bad provisioning", map[string]string{KeyProvisioning: "volume"}, nil, []string{KeyProvisioning}},
 		{"bad reclaim", map[string]string{KeyReclaim: "keep"}, nil, []string{KeyReclaim}},
 		{"bad endpoint", map[string]string{KeyEndpoint: "minio:9000"}, nil, []string{KeyEndpoint}},

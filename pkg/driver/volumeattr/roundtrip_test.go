@@ -52,6 +52,7 @@ func (genAttrs) Generate(r *rand.Rand, _ int) reflect.Value {
 	a.FileMode, a.DirMode = os.FileMode(r.Intn(int(maxModeBits)+1)), os.FileMode(r.Intn(int(maxModeBits)+1))
 	a.ReadOnly = r.Intn(2) == 0
 	a.Reclaim = Reclaim(pick(string(ReclaimDelete), string(ReclaimRetain)))
+	a.CacheAffinity = r.Intn(2) == 0
 	if n := r.Intn(3); n > 0 {
 		a.MountOptions = []string{"noexec", "noatime", "allow_other"}[:n]
 	}
@@ -98,7 +99,7 @@ func TestEncodeIsCanonical(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := Encode(a)
-	want := map[string]string{KeyCacheSize: "1Gi", KeyMetadataTTL: "1m30s", KeyFileMode: "0600", KeyProvisioning: "prefix", KeyReclaim: "delete", KeyReadOnly: "false"}
+	want := map[string]string{KeyCacheSize: "1Gi", KeyMetadataTTL: "1m30s", KeyFileMode: "0600", KeyProvisioning: "prefix", KeyReclaim: "delete", KeyReadOnly: "false", KeyCacheAffinity: "true"}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("Encode[%s] = %q; want %q", k, m[k], v)
