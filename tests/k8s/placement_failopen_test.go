@@ -1,0 +1,71 @@
+//go:build k8se2e
+
+package k8s
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scheduleBound is how long a pod may take from creation to binding
+// while the controller is down: the webhook fails open at once (nothing
+// listens) or after its timeoutSeconds (3s) if the controller hangs.
+const scheduleBound = 10 * time.Second
+
+// TestPlacementFailsOpen is scenario c of cache-aware placement: with
+// the controller scaled to zero, pods that use a warm volume are created
+// and scheduled within scheduleBound, without a preference; once it is
+// back, the preference returns.
+func TestPlacementFailsOpen(t *testing.T) {
+	scenario(t, "placement-fails-open")
+	ns := namespace(t, "e2e-placement-down")
+	t.Cleanup(func() { forceDeletePods(t, ns) })
+	fakeNodes(t, append([]fakeNode{warmNode}, coldNodes...)...)
+	staticVolume(t, ns, "e2e-placement-down", "e2e-placement-down", "e2e-placement", "down/", "ReadOnlyMany", nil)
+	warmCacheOn(t, "e2e-placement-down", warmNode.Name)
+	// The controller is up: the preference is there.
+	if node, why := placed(t, ns, "before", "e2e-placement-down", "1", false); node != warmNode.Name {
+		t.Fatalf("with the controller up: placed on %s (annotation %q), want %s", node, why, warmNode.Name)
+	}
+
+	t.Cleanup(func() { scaleController(t, 1) })
+	scaleController(t, 0)
+	for i := range 5 {
+		name := fmt.Sprintf("down-%d", i)
+		start := time.Now()
+		node, why := placed(t, ns, name, "e2e-placement-down", "1", false)
+		took := time.Since(start)
+		t.Logf("%s: created and scheduled on %s in %v", name, node, took.Round(time.Millisecond))
+		if took > scheduleBound {
+			t.Errorf("%s: took %v with the controller down, bound %v", name, took, scheduleBound)
+		}
+		if why != "" {
+			t.Errorf("%s: annotated %q with the controller down", name, why)
+		}
+	}
+
+	scaleController(t, 1)
+	// The new replica serves once its certificate and caches are ready;
+	// until then pods pass unchanged. Each try is one pod.
+	i := 0
+	waitFor(t, "the preference to return", 2*time.Minute, func() bool {
+		i++
+		node, why := placed(t, ns, fmt.Sprintf("back-%d", i), "e2e-placement-down", "1", false)
+		return node == warmNode.Name && strings.HasPrefix(why, "preferred "+warmNode.Name)
+	})
+	t.Logf("preference back after %d pods", i)
+}
+
+// scaleController sets the controller Deployment's replicas and waits
+// until that many pods run (0: until none is left).
+func scaleController(t *testing.T, replicas int) {
+	t.Helper()
+	kubectl(t, "-n", "basin-system", "scale", "deployment/basin-controller", fmt.Sprintf("--replicas=%d", replicas))
+	if replicas == 0 {
+		kubectl(t, "-n", "basin-system", "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name=basin-controller", "--timeout=120s")
+		return
+	}
+	kubectl(t, "-n", "basin-system", "rollout", "status", "deployment/basin-controller", "--timeout=120s")
+}
