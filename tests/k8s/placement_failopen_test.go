@@ -26,9 +26,7 @@ func TestPlacementFailsOpen(t *testing.T) {
 	staticVolume(t, ns, "e2e-placement-down", "e2e-placement-down", "e2e-placement", "down/", "ReadOnlyMany", nil)
 	warmCacheOn(t, "e2e-placement-down", warmNode.Name)
 	// The controller is up: the preference is there.
-	if node, why := placed(t, ns, "before", "e2e-placement-down", "1", false); node != warmNode.Name {
-		t.Fatalf("with the controller up: placed on %s (annotation %q), want %s", node, why, warmNode.Name)
-	}
+	waitPreferred(t, ns, "before", "e2e-placement-down")
 
 	t.Cleanup(func() { scaleController(t, 1) })
 	scaleController(t, 0)
@@ -47,15 +45,23 @@ func TestPlacementFailsOpen(t *testing.T) {
 	}
 
 	scaleController(t, 1)
-	// The new replica serves once its certificate and caches are ready;
-	// until then pods pass unchanged. Each try is one pod.
+	t.Logf("preference back after %d pods", waitPreferred(t, ns, "back", "e2e-placement-down"))
+}
+
+// waitPreferred creates pods of claim (named prefix-1, -2, ...) until one
+// gets the warm node's preference and lands there, and returns how many
+// it took: the webhook serves once its certificate is published and its
+// caches hold the claim, its volume and the volume's caches; pods before
+// that pass unchanged.
+func waitPreferred(t *testing.T, ns, prefix, claim string) int {
+	t.Helper()
 	i := 0
-	waitFor(t, "the preference to return", 2*time.Minute, func() bool {
+	waitFor(t, "a preference for "+warmNode.Name, 2*time.Minute, func() bool {
 		i++
-		node, why := placed(t, ns, fmt.Sprintf("back-%d", i), "e2e-placement-down", "1", false)
+		node, why := placed(t, ns, fmt.Sprintf("%s-%d", prefix, i), claim, "1", false)
 		return node == warmNode.Name && strings.HasPrefix(why, "preferred "+warmNode.Name)
 	})
-	t.Logf("preference back after %d pods", i)
+	return i
 }
 
 // scaleController sets the controller Deployment's replicas and waits

@@ -107,6 +107,8 @@ func TestCacheAwarePlacement(t *testing.T) {
 	fakeNodes(t, append([]fakeNode{warmNode}, coldNodes...)...)
 	staticVolume(t, ns, "e2e-placement-data", "e2e-placement-data", "e2e-placement", "data/", "ReadOnlyMany", nil)
 	warmCacheOn(t, "e2e-placement-data", warmNode.Name)
+	// The webhook sees the new volume and its cache (its informers).
+	waitPreferred(t, ns, "probe", "e2e-placement-data")
 	h0 := scrape(t, controllerMetrics)
 
 	// a. N of N on the warm node.
