@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -62,7 +61,8 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		h.Metrics.fail("decode")
 		h.Metrics.observe(OutcomeError, start)
-		return admission.Errored(http.StatusBadRequest, err)
+		klog.ErrorS(err, "placement: pod does not decode; admitted unchanged")
+		return admission.Allowed("")
 	}
 	d := h.decide(ctx, req.Namespace, &pod)
 	h.Metrics.observe(d.outcome, start)

@@ -63,12 +63,7 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 			return fmt.Errorf("placement: %w", err)
 		}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &basinv1.VolumeCache{}, volumeIndex, func(o client.Object) []string {
-		if v := o.GetLabels()[basinv1.LabelVolume]; v != "" {
-			return []string{v}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &basinv1.VolumeCache{}, volumeIndex, cacheVolume); err != nil {
 		return fmt.Errorf("placement: index VolumeCaches: %w", err)
 	}
 	// Informers start with the manager, not on the first pod.
@@ -95,6 +90,14 @@ func Setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 		if err := mgr.Add(r); err != nil {
 			return fmt.Errorf("placement: %w", err)
 		}
+	}
+	return nil
+}
+
+// cacheVolume is the volumeIndex of a VolumeCache: its LabelVolume.
+func cacheVolume(o client.Object) []string {
+	if v := o.GetLabels()[basinv1.LabelVolume]; v != "" {
+		return []string{v}
 	}
 	return nil
 }
