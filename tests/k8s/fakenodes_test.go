@@ -16,7 +16,9 @@ import (
 const fakeNodeLabel = "e2e.basin.csi.dev/fake-node"
 
 // fakeNode is a Node object without a kubelet: the scheduler sees its
-// allocatable resources and binds pods to it; nothing runs them.
+// allocatable resources and binds pods to it; nothing runs them. It has
+// no kubernetes.io/os label, so Basin's DaemonSets (nodeSelector
+// kubernetes.io/os: linux) leave it alone.
 type fakeNode struct {
 	Name, CPU, Memory string
 }
@@ -35,7 +37,7 @@ func fakeNodes(t *testing.T, nodes ...fakeNode) {
 kind: Node
 metadata:
   name: %s
-  labels: {%s: "true", kubernetes.io/hostname: %s, kubernetes.io/os: linux}
+  labels: {%s: "true", kubernetes.io/hostname: %s}
 `, n.Name, fakeNodeLabel, n.Name))
 		t.Cleanup(func() { _, _ = kubectlErr("delete", "node", n.Name, "--ignore-not-found", "--wait=false") })
 		res := fmt.Sprintf(`{"cpu": %q, "memory": %q, "pods": "110"}`, n.CPU, n.Memory)
