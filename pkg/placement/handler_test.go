@@ -44,17 +44,22 @@ func cache(vol, node string, percent int32) *basinv1.VolumeCache {
 	return &c
 }
 
-func testHandler(t *testing.T, objs ...client.Object) *Handler {
+// fakeClient is a fake API client holding objs, with the VolumeCache
+// index of Setup.
+func fakeClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, basinv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := basinv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).WithIndex(&basinv1.VolumeCache{}, volumeIndex, cacheVolume).WithObjects(objs...).Build()
-	return &Handler{Reader: c, DriverName: driver}
+	return fake.NewClientBuilder().WithScheme(s).WithIndex(&basinv1.VolumeCache{}, volumeIndex, cacheVolume).WithObjects(objs...).Build()
+}
+
+func testHandler(t *testing.T, objs ...client.Object) *Handler {
+	t.Helper()
+	return &Handler{Reader: fakeClient(t, objs...), DriverName: driver}
 }
 
 // admit runs the handler on a pod of claims and returns the pod as

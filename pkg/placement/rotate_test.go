@@ -12,10 +12,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func webhookConfig(url string) *admissionregv1.MutatingWebhookConfiguration {
@@ -37,15 +34,6 @@ func rotator(t *testing.T, c client.Client, clk *clock) *Rotator {
 	t.Helper()
 	return &Rotator{Reader: c, Writer: c, Namespace: "basin-system", SecretName: SecretName, WebhookName: WebhookConfigurationName,
 		CALifetime: 300 * 24 * time.Hour, CertLifetime: 30 * 24 * time.Hour, Interval: time.Minute, Now: clk.now}
-}
-
-func fakeClient(t *testing.T, objs ...client.Object) client.Client {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 }
 
 // check verifies what r serves against the caBundle the configuration

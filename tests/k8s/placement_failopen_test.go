@@ -20,13 +20,8 @@ const scheduleBound = 10 * time.Second
 // back, the preference returns.
 func TestPlacementFailsOpen(t *testing.T) {
 	scenario(t, "placement-fails-open")
-	ns := namespace(t, "e2e-placement-down")
-	t.Cleanup(func() { forceDeletePods(t, ns) })
-	fakeNodes(t, append([]fakeNode{warmNode}, coldNodes...)...)
-	staticVolume(t, ns, "e2e-placement-down", "e2e-placement-down", "e2e-placement", "down/", "ReadOnlyMany", nil)
-	warmCacheOn(t, "e2e-placement-down", warmNode.Name)
 	// The controller is up: the preference is there.
-	waitPreferred(t, ns, "before", "e2e-placement-down")
+	ns := warmVolume(t, "e2e-placement-down", "e2e-placement-down")
 
 	t.Cleanup(func() { scaleController(t, 1) })
 	scaleController(t, 0)

@@ -95,6 +95,21 @@ spec:
 	return node, why
 }
 
+// warmVolume makes the fake nodes, a namespace and a static Basin volume
+// of that name whose cache the warm node holds, and waits until the
+// webhook prefers the warm node for it. Pods left in the namespace are
+// force-deleted at the end.
+func warmVolume(t *testing.T, name, volume string) (ns string) {
+	t.Helper()
+	ns = namespace(t, name)
+	t.Cleanup(func() { forceDeletePods(t, ns) })
+	fakeNodes(t, append([]fakeNode{warmNode}, coldNodes...)...)
+	staticVolume(t, ns, volume, volume, "e2e-placement", volume+"/", "ReadOnlyMany", nil)
+	warmCacheOn(t, volume, warmNode.Name)
+	waitPreferred(t, ns, "probe", volume)
+	return ns
+}
+
 // TestCacheAwarePlacement is scenarios a and b of cache-aware placement:
 // a pod whose volume is cached on the warm node lands there every time;
 // opted out by its label or by its StorageClass it is placed by the
@@ -102,13 +117,7 @@ spec:
 // the warm node full it schedules on another.
 func TestCacheAwarePlacement(t *testing.T) {
 	scenario(t, "cache-aware-placement")
-	ns := namespace(t, "e2e-placement")
-	t.Cleanup(func() { forceDeletePods(t, ns) })
-	fakeNodes(t, append([]fakeNode{warmNode}, coldNodes...)...)
-	staticVolume(t, ns, "e2e-placement-data", "e2e-placement-data", "e2e-placement", "data/", "ReadOnlyMany", nil)
-	warmCacheOn(t, "e2e-placement-data", warmNode.Name)
-	// The webhook sees the new volume and its cache (its informers).
-	waitPreferred(t, ns, "probe", "e2e-placement-data")
+	ns := warmVolume(t, "e2e-placement", "e2e-placement-data")
 	h0 := scrape(t, controllerMetrics)
 
 	// a. N of N on the warm node.
