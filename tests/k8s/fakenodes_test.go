@@ -18,7 +18,9 @@ const fakeNodeLabel = "e2e.basin.csi.dev/fake-node"
 // fakeNode is a Node object without a kubelet: the scheduler sees its
 // allocatable resources and binds pods to it; nothing runs them. It has
 // no kubernetes.io/os label, so Basin's DaemonSets (nodeSelector
-// kubernetes.io/os: linux) leave it alone.
+// kubernetes.io/os: linux) leave it alone, and a NoSchedule taint
+// (fakeNodeLabel), so no other pod (the controller's, scaled back up)
+// lands there: the placement pods tolerate it.
 type fakeNode struct {
 	Name, CPU, Memory string
 }
@@ -37,8 +39,10 @@ func fakeNodes(t *testing.T, nodes ...fakeNode) {
 kind: Node
 metadata:
   name: %s
-  labels: {%s: "true", kubernetes.io/hostname: %s}
-`, n.Name, fakeNodeLabel, n.Name))
+  labels: {%[2]s: "true", kubernetes.io/hostname: %[1]s}
+spec:
+  taints: [{key: %[2]s, value: "true", effect: NoSchedule}]
+`, n.Name, fakeNodeLabel))
 		t.Cleanup(func() { _, _ = kubectlErr("delete", "node", n.Name, "--ignore-not-found", "--wait=false") })
 		res := fmt.Sprintf(`{"cpu": %q, "memory": %q, "pods": "110"}`, n.CPU, n.Memory)
 		kubectl(t, "patch", "node", n.Name, "--subresource=status", "--type=merge", "-p", fmt.Sprintf(
@@ -86,9 +90,9 @@ spec: {holderIdentity: %s, leaseDurationSeconds: 40, renewTime: %q}
 		}
 	})
 	for _, n := range nodes {
-		waitFor(t, "node "+n.Name+" Ready and untainted", 60*time.Second, func() bool {
+		waitFor(t, "node "+n.Name+" Ready, with only its own taint", 60*time.Second, func() bool {
 			return jsonpath("", "node/"+n.Name, `{.status.conditions[?(@.type=="Ready")].status}`) == "True" &&
-				jsonpath("", "node/"+n.Name, "{.spec.taints}") == ""
+				jsonpath("", "node/"+n.Name, "{.spec.taints[*].key}") == fakeNodeLabel
 		})
 	}
 }

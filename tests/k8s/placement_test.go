@@ -61,26 +61,27 @@ func placed(t *testing.T, ns, name, claim, cpu string, optOut bool) (node, why s
 	apply(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
-  name: %s
-  namespace: %s
-  labels: %s
+  name: %[1]s
+  namespace: %[2]s
+  labels: %[3]s
 spec:
   terminationGracePeriodSeconds: 0
+  tolerations: [{key: %[4]s, operator: Exists, effect: NoSchedule}]
   affinity:
     nodeAffinity:
       requiredDuringSchedulingIgnoredDuringExecution:
         nodeSelectorTerms:
-          - matchExpressions: [{key: %s, operator: In, values: ["true"]}]
+          - matchExpressions: [{key: %[4]s, operator: In, values: ["true"]}]
   containers:
     - name: main
       image: basin.local/busybox:v1
       imagePullPolicy: Never
       command: ["sleep", "3600"]
-      resources: {requests: {cpu: %q, memory: 1Gi}}
+      resources: {requests: {cpu: %[5]q, memory: 1Gi}}
       volumeMounts: [{name: data, mountPath: /data}]
   volumes:
     - name: data
-      persistentVolumeClaim: {claimName: %s}
+      persistentVolumeClaim: {claimName: %[6]s}
 `, name, ns, labels, fakeNodeLabel, cpu, claim))
 	defer forceDeletePods(t, ns, name)
 	waitFor(t, "pod "+name+" scheduled", 30*time.Second, func() bool {
