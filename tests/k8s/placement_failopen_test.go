@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // scheduleBound is how long a pod may take from creation to binding
@@ -25,6 +28,7 @@ func TestPlacementFailsOpen(t *testing.T) {
 
 	t.Cleanup(func() { scaleController(t, 1) })
 	scaleController(t, 0)
+	failedOpen := apiserverCount(t, "apiserver_admission_webhook_fail_open_count", map[string]string{"name": webhookName})
 	for i := range 5 {
 		name := fmt.Sprintf("down-%d", i)
 		start := time.Now()
@@ -37,6 +41,11 @@ func TestPlacementFailsOpen(t *testing.T) {
 		if why != "" {
 			t.Errorf("%s: annotated %q with the controller down", name, why)
 		}
+	}
+
+	// The pods went through the webhook's failure policy, not around it.
+	if n := apiserverCount(t, "apiserver_admission_webhook_fail_open_count", map[string]string{"name": webhookName}) - failedOpen; n < 5 {
+		t.Errorf("the API server failed open %v times for the 5 pods, want 5", n)
 	}
 
 	scaleController(t, 1)
@@ -57,6 +66,21 @@ func waitPreferred(t *testing.T, ns, prefix, claim string) int {
 		return node == warmNode.Name && strings.HasPrefix(why, "preferred "+warmNode.Name)
 	})
 	return i
+}
+
+// webhookName is the webhook's name in its configuration.
+const webhookName = "placement.basin.csi.dev"
+
+// apiserverCount sums a counter of the API server's metrics over the
+// series whose labels include want.
+func apiserverCount(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(kubectl(t, "get", "--raw", "/metrics")))
+	if err != nil {
+		t.Fatalf("API server metrics: %v", err)
+	}
+	return sample(fams, name, want)
 }
 
 // scaleController sets the controller Deployment's replicas and waits

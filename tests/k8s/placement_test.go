@@ -161,6 +161,12 @@ func TestCacheAwarePlacement(t *testing.T) {
 			t.Errorf("storage-class opt-out %d: annotation %q", i, why)
 		}
 	}
+	// The dynamic volume goes while its provisioner secret is still here.
+	kubectl(t, "-n", ns, "delete", "pvc", "optout-class", "--wait=true")
+	waitFor(t, "volume "+pv+" deleted", 90*time.Second, func() bool {
+		_, err := kubectlErr("get", "pv", pv)
+		return err != nil
+	})
 	t.Logf("opted-out pods placed: %v", where)
 	if where[warmNode.Name] != 0 {
 		t.Errorf("opted-out pods went to the warm node %d times: the scheduler's own order ranks it last", where[warmNode.Name])
