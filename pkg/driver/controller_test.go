@@ -105,7 +105,8 @@ func TestVolumeLifecycle(t *testing.T) {
 			s := setup.store(t)
 			h := startDriver(t, ControllerConfig{})
 			ctx := t.Context()
-			params := with(s.params, volumeattr.KeyProvisioning, string(setup.mode), volumeattr.KeyCacheSize, "2Gi")
+			params := with(s.params, volumeattr.KeyProvisioning, string(setup.mode), volumeattr.KeyCacheSize, "2Gi",
+				volumeattr.KeyCacheAffinity, "false")
 			if setup.mode == volumeattr.ProvisionPrefix {
 				params = with(params, volumeattr.KeyBucket, s.parent, volumeattr.KeyPrefix, "vols")
 			}
@@ -123,6 +124,10 @@ func TestVolumeLifecycle(t *testing.T) {
 			a, err := volumeattr.Parse(vol.GetVolumeContext(), s.secrets)
 			if err != nil || a.CheckMountable() != nil || a.CacheSize != 2<<30 {
 				t.Fatalf("VolumeContext %v: %+v, %v", vol.GetVolumeContext(), a, err)
+			}
+			// The placement webhook reads the StorageClass's opt-out from the PV.
+			if got := vol.GetVolumeContext()[volumeattr.KeyCacheAffinity]; got != "false" {
+				t.Errorf("VolumeContext[%s] = %q; want the StorageClass's false", volumeattr.KeyCacheAffinity, got)
 			}
 			if setup.mode == volumeattr.ProvisionPrefix && (a.Bucket != s.parent || a.Prefix != "vols/"+name+"/") {
 				t.Errorf("prefix volume at %s/%s; want %s/vols/%s/", a.Bucket, a.Prefix, s.parent, name)
