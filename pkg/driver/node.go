@@ -50,6 +50,10 @@ type NodeConfig struct {
 	// CredentialsDir are set by NewNode. Its Runner and Kernel may be
 	// fakes (supervisortest) in tests.
 	Supervisor supervisor.Config
+	// VolumesChanged, when not nil, is called after a volume was staged
+	// or unstaged (the cache status reporter looks again soon). It must
+	// not block.
+	VolumesChanged func()
 }
 
 // Mounter stages volumes: mounts FUSE on the staging path and keeps its

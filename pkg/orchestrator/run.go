@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
+	"github.com/basin-csi/basin/pkg/cachestatus"
 )
 
 // Config is what Run needs; the controller's flags fill it.
@@ -72,5 +73,8 @@ func setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	_ = ctx
 	_ = mgr
 	_ = cfg
+	if err := cachestatus.SetupCleanup(mgr, cachestatus.CleanupOptions{Metrics: cfg.Metrics}); err != nil {
+		return err
+	}
 	return nil
 }
