@@ -88,6 +88,7 @@ type Reporter struct {
 	cfg     Config
 	c       client.Client
 	volumes Volumes
+	scan    func() ([]cache.Usage, error) // the caches' usage (scanCaches)
 	now     func() time.Time
 	trigger chan struct{}
 	writes  *prometheus.CounterVec
@@ -107,6 +108,7 @@ func NewReporter(c client.Client, volumes Volumes, cfg Config) (*Reporter, error
 	}
 	return &Reporter{
 		cfg: cfg, c: c, volumes: volumes, now: time.Now, trigger: make(chan struct{}, 1),
+		scan: func() ([]cache.Usage, error) { return scanCaches(cfg.CacheRoot) },
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "basin_cachestatus_writes_total",
 			Help: "Writes of this node's VolumeCache objects to the API server, by operation (create, status, delete).",
@@ -185,7 +187,7 @@ func (r *Reporter) pass(ctx context.Context) error {
 			r.known[list.Items[i].Name] = &list.Items[i]
 		}
 	}
-	usages, err := scanCaches(r.cfg.CacheRoot)
+	usages, err := r.scan()
 	if err != nil {
 		return err
 	}
@@ -283,8 +285,9 @@ func (r *Reporter) newObject(name string, w wanted) *basinv1.VolumeCache {
 			Name:   name,
 			Labels: map[string]string{basinv1.LabelVolume: w.pv, basinv1.LabelNode: r.cfg.NodeName},
 		},
-		Spec:   basinv1.VolumeCacheSpec{VolumeName: w.pv, VolumeHandle: w.handle, NodeName: r.cfg.NodeName},
-		Status: w.status,
+		// No status: the API server drops it from a create (the status
+		// subresource); write comes back to it.
+		Spec: basinv1.VolumeCacheSpec{VolumeName: w.pv, VolumeHandle: w.handle, NodeName: r.cfg.NodeName},
 	}
 	if r.nodeUID != "" {
 		obj.OwnerReferences = []metav1.OwnerReference{{

@@ -112,7 +112,7 @@ func TestKustomizeBuild(t *testing.T) {
 	for _, d := range docs {
 		kinds[fmt.Sprintf("%T", d.obj)]++
 	}
-	for want, n := range map[string]int{"*v1.CSIDriver": 1, "*v1.Deployment": 1, "*v1.DaemonSet": 2, "*v1.ClusterRole": 2, "*v1.CustomResourceDefinition": 2} {
+	for want, n := range map[string]int{"*v1.CSIDriver": 1, "*v1.Deployment": 1, "*v1.DaemonSet": 2, "*v1.ClusterRole": 3, "*v1.ValidatingAdmissionPolicy": 1, "*v1.ValidatingAdmissionPolicyBinding": 1, "*v1.CustomResourceDefinition": 2} {
 		if kinds[want] != n {
 			t.Errorf("rendered %d objects of type %s, want %d (all: %v)", kinds[want], want, n, kinds)
 		}
