@@ -35,8 +35,9 @@ func cacheStatusFlags(fs *flag.FlagSet, c *cacheStatusConfig) {
 }
 
 // newCacheStatus builds the reporter and the index of PersistentVolumes it
-// names volumes with; run starts both until ctx ends.
-func newCacheStatus(c cacheStatusConfig, nodeName, driverName, cacheRoot string) (rep *cachestatus.Reporter, run func(context.Context), err error) {
+// names volumes with; run starts both until ctx ends. dataset tells the
+// size of a volume where the node knows it.
+func newCacheStatus(c cacheStatusConfig, nodeName, driverName, cacheRoot string, dataset func(string) (cachestatus.Dataset, bool)) (rep *cachestatus.Reporter, run func(context.Context), err error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cache status: %w", err)
@@ -60,7 +61,9 @@ func newCacheStatus(c cacheStatusConfig, nodeName, driverName, cacheRoot string)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err = cachestatus.NewReporter(cl, pvs, cachestatus.Config{NodeName: nodeName, CacheRoot: cacheRoot, Interval: c.Interval})
+	rep, err = cachestatus.NewReporter(cl, pvs, cachestatus.Config{
+		NodeName: nodeName, CacheRoot: cacheRoot, Interval: c.Interval, Dataset: dataset,
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/pkg/cachestatus"
 	"github.com/basin-csi/basin/pkg/driver"
 	"github.com/basin-csi/basin/pkg/fdholder"
 )
@@ -98,10 +99,17 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	klog.InfoS("node plugin starting", "version", version, "mainAt", processStart.Format("15:04:05.000"))
 	// The cache status reporter never stops the plugin: without the API
 	// server the plugin serves its volumes all the same.
-	var reportCacheStatus func(context.Context)
-	var reporterMetrics []prometheus.Collector
+	var (
+		reportCacheStatus func(context.Context)
+		reporterMetrics   []prometheus.Collector
+		node              *driver.Node // set before the reporter runs
+	)
 	if cfg.CacheStatus.Enabled {
-		rep, run, err := newCacheStatus(cfg.CacheStatus, cfg.Driver.NodeID, cfg.Driver.Name, cfg.Node.CacheRoot)
+		dataset := func(id string) (cachestatus.Dataset, bool) {
+			d, ok := node.Dataset(id)
+			return cachestatus.Dataset{Bytes: d.Bytes, Objects: d.Objects}, ok
+		}
+		rep, run, err := newCacheStatus(cfg.CacheStatus, cfg.Driver.NodeID, cfg.Driver.Name, cfg.Node.CacheRoot, dataset)
 		if err != nil {
 			klog.ErrorS(err, "The cache status is not reported")
 		} else {
@@ -109,7 +117,7 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 			reportCacheStatus, reporterMetrics = run, rep.Collectors()
 		}
 	}
-	node, err := driver.NewNode(ctx, cfg.Node)
+	node, err = driver.NewNode(ctx, cfg.Node)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,9 @@ type Config struct {
 	Settle time.Duration
 	// MaxBackoff bounds the wait after failed passes (DefaultMaxBackoff).
 	MaxBackoff time.Duration
+	// Dataset, when not nil, returns the size of the whole volume of a
+	// handle where the node knows it (after a warmup of all of it).
+	Dataset func(handle string) (Dataset, bool)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -194,8 +197,14 @@ func (r *Reporter) pass(ctx context.Context) error {
 	now := r.now()
 	want := map[string]wanted{}
 	for _, u := range usages {
+		var ds *Dataset
+		if r.cfg.Dataset != nil {
+			if d, ok := r.cfg.Dataset(u.VolumeID); ok {
+				ds = &d
+			}
+		}
 		for _, pv := range r.volumes.PersistentVolumes(u.VolumeID) {
-			want[ObjectName(pv, r.cfg.NodeName)] = wanted{pv: pv, handle: u.VolumeID, status: statusOf(u, now)}
+			want[ObjectName(pv, r.cfg.NodeName)] = wanted{pv: pv, handle: u.VolumeID, status: statusOf(u, ds, now)}
 		}
 	}
 	if r.nodeUID == "" {

@@ -176,6 +176,16 @@ func TestReporterWritesOnlyChanges(t *testing.T) {
 		t.Errorf("cachedObjects = %d after the changes, want 8", vc.Status.CachedObjects)
 	}
 
+	// A warmup of the whole volume tells its size: written at once.
+	e.r.cfg.Dataset = func(h string) (Dataset, bool) { return Dataset{Bytes: 6 << 29, Objects: 16}, h == "bucket/ds" }
+	before := e.writes("status")
+	e.now = e.now.Add(time.Second)
+	e.pass(t)
+	if vc, _ := e.get(t, "pv-ds"); e.writes("status") != before+1 || vc.Status.CachedPercent == nil || *vc.Status.CachedPercent != 50 ||
+		*vc.Status.DatasetBytes != 6<<29 || *vc.Status.DatasetObjects != 16 {
+		t.Errorf("after a dataset size became known: %d status writes, status %+v", e.writes("status")-before, vc.Status)
+	}
+
 	e.usages = nil
 	e.pass(t)
 	if _, ok := e.get(t, "pv-ds"); ok || e.writes("delete") != 1 {

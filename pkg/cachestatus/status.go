@@ -11,13 +11,16 @@ import (
 	"github.com/basin-csi/basin/pkg/cache"
 )
 
-// statusOf is the status a cache's published usage gives, as of now.
-// Times are cut to the second: the API keeps no finer ones, and a status
-// read back must compare equal to the one written.
-//
-// The dataset fields stay unset: nothing on the node records a volume's
-// whole size (a warmup logs its totals and keeps no state).
-func statusOf(u cache.Usage, now time.Time) basinv1.VolumeCacheStatus {
+// Dataset is the size of a whole volume, where the node knows it.
+type Dataset struct {
+	Bytes, Objects int64
+}
+
+// statusOf is the status a cache's published usage gives, as of now, with
+// the dataset's size if ds is not nil. Times are cut to the second: the
+// API keeps no finer ones, and a status read back must compare equal to
+// the one written.
+func statusOf(u cache.Usage, ds *Dataset, now time.Time) basinv1.VolumeCacheStatus {
 	st := basinv1.VolumeCacheStatus{
 		CachedBytes:   u.UsedBytes,
 		CachedSize:    humanSize(u.UsedBytes),
@@ -28,6 +31,14 @@ func statusOf(u cache.Usage, now time.Time) basinv1.VolumeCacheStatus {
 	if !u.LastAccess.IsZero() {
 		t := metav1.NewTime(u.LastAccess.Truncate(time.Second))
 		st.LastUseTime = &t
+	}
+	if ds != nil {
+		st.DatasetBytes, st.DatasetObjects = &ds.Bytes, &ds.Objects
+		pct := int32(100) // the cache allocates whole blocks: it may hold more than the files' sizes
+		if ds.Bytes > 0 && u.UsedBytes < ds.Bytes {
+			pct = int32(u.UsedBytes * 100 / ds.Bytes)
+		}
+		st.CachedPercent = &pct
 	}
 	return st
 }

@@ -93,7 +93,7 @@ func TestCacheStatus(t *testing.T) {
 	if len(vc.OwnerReferences) != 1 || vc.OwnerReferences[0].Kind != "Node" || vc.OwnerReferences[0].Name != clusterNode {
 		t.Errorf("owner references = %+v, want the Node %s", vc.OwnerReferences, clusterNode)
 	}
-	if vc.Status.LastUseTime == nil || vc.Status.LastUseTime.Time.Before(read.Add(-2*time.Minute)) {
+	if vc.Status.LastUseTime == nil || vc.Status.LastUseTime.Before(read.Add(-2*time.Minute)) {
 		t.Errorf("lastUseTime = %v, want about %v", vc.Status.LastUseTime, read)
 	}
 	if vc.Status.CapacityBytes <= 0 {
@@ -126,7 +126,7 @@ func TestCacheStatus(t *testing.T) {
 	kubectl(t, "-n", ns, "exec", "reader", "--", "sh", "-c", "cat /data/data/* > /dev/null")
 	waitFor(t, "lastUseTime to move after the second read", 60*time.Second, func() bool {
 		vc, _ = volumeCache(t, pv, clusterNode)
-		return vc.Status.LastUseTime != nil && vc.Status.LastUseTime.Time.After(before)
+		return vc.Status.LastUseTime != nil && vc.Status.LastUseTime.After(before)
 	})
 	t.Logf("lastUseTime %s -> %s; VolumeCache writes by the node plugin: %v while quiet for 35s, %v for the second read",
 		before.Format(time.RFC3339), vc.Status.LastUseTime.Format(time.RFC3339), quiet, cacheWrites(t)-busy0)
