@@ -64,14 +64,16 @@ func TestCacheStatus(t *testing.T) {
 	)
 	s := openBucket(t, "e2e-cachestatus", true)
 	putObjects(t, s, "data/", objects, size)
-	staticVolume(t, ns, pv, handle, "e2e-cachestatus", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
+	staticVolume(t, ns, pv, handle, "e2e-cachestatus", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1", "warmup": "/"})
 
 	runPod(t, ns, pod{Name: "reader", Claim: pv, ReadOnly: true, Script: "cat /data/data/* > /dev/null\necho READY\nsleep 3600"})
 	waitLog(t, ns, "reader", "READY", 2*time.Minute)
 	read := time.Now()
 
 	// Within a minute of the read, the object says what the cache's own
-	// metrics say (the FUSE process's, through the node plugin).
+	// metrics say (the FUSE process's, through the node plugin), and the
+	// dataset's size that the warmup of the whole volume (the warmup
+	// attribute "/", run by the node plugin after the stage) found.
 	vol := map[string]string{"volume": handle}
 	var vc basinv1.VolumeCache
 	var used, cached float64
@@ -80,12 +82,17 @@ func TestCacheStatus(t *testing.T) {
 		vc, ok = volumeCache(t, pv, clusterNode)
 		m := scrape(t, nodeMetrics)
 		used, cached = sample(m, "basin_cache_used_bytes", vol), sample(m, "basin_cache_objects", vol)
-		return ok && cached == objects && float64(vc.Status.CachedBytes) == used && float64(vc.Status.CachedObjects) == cached
+		return ok && cached == objects && float64(vc.Status.CachedBytes) == used && float64(vc.Status.CachedObjects) == cached &&
+			vc.Status.DatasetBytes != nil
 	})
 	t.Logf("VolumeCache %s after %v: cachedBytes=%d (%s) cachedObjects=%d; the cache: used=%v objects=%v; the dataset: %d bytes",
 		vc.Name, time.Since(read).Round(time.Second), vc.Status.CachedBytes, vc.Status.CachedSize, vc.Status.CachedObjects, used, cached, objects*size)
 	if d := int64(objects * size); vc.Status.CachedBytes < d || vc.Status.CachedBytes > d+objects*64<<10 {
 		t.Errorf("cachedBytes = %d for a dataset of %d bytes read whole", vc.Status.CachedBytes, d)
+	}
+	if st := vc.Status; *st.DatasetBytes != objects*size || st.DatasetObjects == nil || *st.DatasetObjects != objects ||
+		st.CachedPercent == nil || *st.CachedPercent != 100 {
+		t.Errorf("dataset %v bytes, %v objects, %v%% cached; want %d, %d, 100%%", *st.DatasetBytes, st.DatasetObjects, st.CachedPercent, objects*size, objects)
 	}
 	if vc.Spec.VolumeHandle != handle || vc.Spec.NodeName != clusterNode || vc.Spec.VolumeName != pv {
 		t.Errorf("spec = %+v", vc.Spec)
@@ -107,8 +114,8 @@ func TestCacheStatus(t *testing.T) {
 		t.Fatalf("kubectl get volumecaches printed:\n%s", table)
 	}
 	row := strings.Fields(lines[1])
-	if row[0] != vc.Name || row[1] != pv || row[2] != clusterNode || row[3] != vc.Status.CachedSize || row[4] != fmt.Sprint(objects) {
-		t.Errorf("row %q, want %s %s %s %s %d ...", lines[1], vc.Name, pv, clusterNode, vc.Status.CachedSize, objects)
+	if row[0] != vc.Name || row[1] != pv || row[2] != clusterNode || row[3] != vc.Status.CachedSize || row[4] != fmt.Sprint(objects) || row[5] != "100" {
+		t.Errorf("row %q, want %s %s %s %s %d 100 ...", lines[1], vc.Name, pv, clusterNode, vc.Status.CachedSize, objects)
 	}
 
 	// A quiet volume: over more than one report interval (30s), no write.
