@@ -100,7 +100,7 @@ func TestCacheStatus(t *testing.T) {
 	if len(vc.OwnerReferences) != 1 || vc.OwnerReferences[0].Kind != "Node" || vc.OwnerReferences[0].Name != clusterNode {
 		t.Errorf("owner references = %+v, want the Node %s", vc.OwnerReferences, clusterNode)
 	}
-	if vc.Status.LastUseTime == nil || vc.Status.LastUseTime.Before(read.Add(-2*time.Minute)) {
+	if vc.Status.LastUseTime == nil || vc.Status.LastUseTime.Time.Before(read.Add(-2*time.Minute)) {
 		t.Errorf("lastUseTime = %v, want about %v", vc.Status.LastUseTime, read)
 	}
 	if vc.Status.CapacityBytes <= 0 {
