@@ -23,7 +23,7 @@ func TestCleanup(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	vc := func(pv, node string, updated time.Time) *basinv1.VolumeCache {
 		return &basinv1.VolumeCache{
-			ObjectMeta: metav1.ObjectMeta{Name: ObjectName(pv, node), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+			ObjectMeta: metav1.ObjectMeta{Name: ObjectName(pv, node), CreationTimestamp: metav1.NewTime(now.Add(-2 * DefaultStaleAfter))},
 			Spec:       basinv1.VolumeCacheSpec{VolumeName: pv, NodeName: node},
 			Status:     basinv1.VolumeCacheStatus{UpdateTime: metav1.NewTime(updated)},
 		}

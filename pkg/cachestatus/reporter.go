@@ -25,7 +25,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultInterval   = 30 * time.Second
-	DefaultRefresh    = 5 * time.Minute
+	DefaultRefresh    = 10 * time.Minute
 	DefaultSettle     = 2 * time.Second
 	DefaultMaxBackoff = 5 * time.Minute
 )

@@ -155,7 +155,7 @@ func TestReporterWritesOnlyChanges(t *testing.T) {
 		{"read within the same second", 30 * time.Second, func(u *cache.Usage) { u.LastAccess = u.LastAccess.Add(300 * time.Millisecond) }, false},
 		{"more bytes", 30 * time.Second, func(u *cache.Usage) { u.UsedBytes += 4096; u.Objects++ }, true},
 		{"a later read", 30 * time.Second, func(u *cache.Usage) { u.LastAccess = u.LastAccess.Add(10 * time.Second) }, true},
-		{"unchanged again", 4 * time.Minute, nil, false},
+		{"unchanged again", DefaultRefresh - 2*time.Minute, nil, false},
 		{"unchanged for the refresh period", DefaultRefresh, nil, true},
 	}
 	for _, s := range steps {
