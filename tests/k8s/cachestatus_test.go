@@ -160,6 +160,32 @@ func TestCacheStatusPolicy(t *testing.T) {
 		"--bound-object-kind", "Pod", "--bound-object-name", nodePod, "--duration", "10m")))
 	unbound := kubeconfigWithToken(t, "unbound", strings.TrimSpace(kubectl(t, "-n", "basin-system", "create", "token", "basin-node", "--duration", "10m")))
 
+	// A PersistentVolume and a second Node (no kubelet, unschedulable, no
+	// kubernetes.io/os label: no DaemonSet pod of Basin goes there)
+	// for the objects to name, so that the orchestrator's clean-up leaves
+	// them alone.
+	const otherNode = "e2e-policy-node"
+	apply(t, `apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: e2e-policy
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadOnlyMany]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  csi: {driver: basin.csi.dev, volumeHandle: e2e-policy-none}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: `+otherNode+`
+spec:
+  unschedulable: true
+`)
+	t.Cleanup(func() { _, _ = kubectlErr("delete", "pv", "e2e-policy", "--ignore-not-found", "--wait=false") })
+	t.Cleanup(func() { _, _ = kubectlErr("delete", "node", otherNode, "--ignore-not-found", "--wait=false") })
+
 	object := func(pv, node string) string {
 		return fmt.Sprintf(`apiVersion: basin.csi.dev/v1alpha1
 kind: VolumeCache
@@ -174,11 +200,11 @@ spec: {volumeName: %[1]s, nodeName: %[2]s}
 		return run(stdin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	}
 	t.Cleanup(func() {
-		_, _ = kubectlErr("delete", "volumecache", "e2e-policy-"+clusterNode, "e2e-policy-other-node", "--ignore-not-found")
+		_, _ = kubectlErr("delete", "volumecache", "e2e-policy-"+clusterNode, "e2e-policy-"+otherNode, "--ignore-not-found")
 	})
 
-	if out, err := as(bound, object("e2e-policy", "other-node"), "create", "-f", "-"); err == nil || !strings.Contains(err.Error(), "basin-node-volumecaches") {
-		t.Errorf("the node plugin of %s created a VolumeCache of other-node: %s %v", clusterNode, out, err)
+	if out, err := as(bound, object("e2e-policy", otherNode), "create", "-f", "-"); err == nil || !strings.Contains(err.Error(), "basin-node-volumecaches") {
+		t.Errorf("the node plugin of %s created a VolumeCache of %s: %s %v", clusterNode, otherNode, out, err)
 	} else {
 		t.Logf("refused as it should: %v", err)
 	}
@@ -188,9 +214,9 @@ spec: {volumeName: %[1]s, nodeName: %[2]s}
 	if out, err := as(bound, object("e2e-policy", clusterNode), "create", "-f", "-"); err != nil {
 		t.Fatalf("the node plugin of %s could not create a VolumeCache of its node: %s %v", clusterNode, out, err)
 	}
-	kubectlIn(t, object("e2e-policy", "other-node"), "create", "-f", "-")
-	if out, err := as(bound, "", "delete", "volumecache", "e2e-policy-other-node"); err == nil || !strings.Contains(err.Error(), "basin-node-volumecaches") {
-		t.Errorf("the node plugin of %s deleted a VolumeCache of other-node: %s %v", clusterNode, out, err)
+	kubectlIn(t, object("e2e-policy", otherNode), "create", "-f", "-")
+	if out, err := as(bound, "", "delete", "volumecache", "e2e-policy-"+otherNode); err == nil || !strings.Contains(err.Error(), "basin-node-volumecaches") {
+		t.Errorf("the node plugin of %s deleted a VolumeCache of %s: %s %v", clusterNode, otherNode, out, err)
 	}
 	if out, err := as(bound, "", "delete", "volumecache", "e2e-policy-"+clusterNode); err != nil {
 		t.Errorf("the node plugin could not delete its own node's VolumeCache: %s %v", out, err)
