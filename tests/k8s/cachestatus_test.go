@@ -138,6 +138,17 @@ func TestCacheStatus(t *testing.T) {
 	t.Logf("lastUseTime %s -> %s; VolumeCache writes by the node plugin: %v while quiet for 35s, %v for the second read",
 		before.Format(time.RFC3339), vc.Status.LastUseTime.Format(time.RFC3339), quiet, cacheWrites(t)-busy0)
 
+	// A busy volume (read without a pause for 65s): a status write per
+	// report interval at most, two or three in all.
+	busy0 = cacheWrites(t)
+	kubectl(t, "-n", ns, "exec", "reader", "--", "sh", "-c",
+		"end=$(($(date +%s)+65)); while [ $(date +%s) -lt $end ]; do cat /data/data/* > /dev/null; done")
+	busy := cacheWrites(t) - busy0
+	t.Logf("VolumeCache writes by the node plugin during 65s of reads: %v", busy)
+	if busy < 1 || busy > 3 {
+		t.Errorf("%v VolumeCache writes during 65s of reads, want 1 to 3 (one per 30s interval at most)", busy)
+	}
+
 	kubectl(t, "-n", ns, "delete", "pod", "reader", "--wait=true")
 	kubectl(t, "-n", ns, "delete", "pvc", pv, "--wait=true")
 	kubectl(t, "delete", "pv", pv, "--wait=true")
