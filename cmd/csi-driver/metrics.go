@@ -63,19 +63,32 @@ func startControllerMetrics(ctx context.Context, addr string, dc *driver.Config,
 // startNodeMetrics serves the node plugin's metrics at addr, setting
 // dc.Metrics: its CSI calls, its heals and volumes, and every staged
 // volume's FUSE process metrics (scraped from its admin socket, labelled
-// with the volume). addr "" serves nothing.
-func startNodeMetrics(ctx context.Context, addr string, dc *driver.Config, node *driver.Node) (stop func(), err error) {
+// with the volume), and extra. addr "" serves nothing.
+func startNodeMetrics(ctx context.Context, addr string, dc *driver.Config, node *driver.Node, extra ...prometheus.Collector) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
 	reg := pluginRegistry()
 	dc.Metrics = reg
+	if err := registerAll(reg, extra); err != nil {
+		return nil, err
+	}
 	g, err := metrics.NewNodeGatherer(reg, nodeSource{node}, metrics.NodeOptions{})
 	if err != nil {
 		return nil, err
 	}
 	_, stop, err = serveMetrics(ctx, addr, g)
 	return stop, err
+}
+
+// registerAll registers every collector with reg.
+func registerAll(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // nodeSource adapts the node service to metrics.NodeSource.

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/pkg/cachestatus"
 	"github.com/basin-csi/basin/pkg/driver"
 	"github.com/basin-csi/basin/pkg/fdholder"
 )
@@ -19,8 +21,9 @@ import (
 type nodeConfig struct {
 	Driver         driver.Config
 	Node           driver.NodeConfig
-	MetricsAddress string // metrics.go
-	HolderSocket   string // fdholder.go; "" for none
+	MetricsAddress string            // metrics.go
+	HolderSocket   string            // fdholder.go; "" for none
+	CacheStatus    cacheStatusConfig // cachestatus.go
 }
 
 // nodeFlagSet declares the flags of `csi-driver node` into c.
@@ -36,6 +39,7 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.HolderSocket, "fdholder-socket", "", "unix `socket` of `csi-driver fdholder`, which keeps the FUSE connections across restarts of this plugin\n(empty: none, a restart remounts and open files break)")
 	fs.BoolVar(&c.Node.Supervisor.Standby, "fuse-standby", true, "keep a second FUSE process per volume started and waiting to take the connection over when the serving one dies:\na faster heal on a node whose cores are busy, for an idle process's memory (tens of MiB)")
 	metricsAddressFlag(fs, &c.MetricsAddress)
+	cacheStatusFlags(fs, &c.CacheStatus)
 	healthAddressFlag(fs, &c.Driver.HealthAddress)
 	registrationFlags(fs, &c.Driver.Registration)
 	klog.InitFlags(fs)
@@ -60,6 +64,9 @@ func parseNodeArgs(args []string, out io.Writer) (nodeConfig, error) {
 	}
 	if c.Driver.NodeID == "" {
 		return nodeConfig{}, errors.New("--node-id is required")
+	}
+	if c.CacheStatus.Interval <= 0 {
+		return nodeConfig{}, errors.New("--cache-status-interval must be positive")
 	}
 	if c.Node.MountBinary == "" {
 		exe, err := os.Executable()
@@ -90,12 +97,38 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 	defer klog.Flush()
 	// When this process started: a restart's pause begins before it.
 	klog.InfoS("node plugin starting", "version", version, "mainAt", processStart.Format("15:04:05.000"))
-	node, err := driver.NewNode(ctx, cfg.Node)
+	// The cache status reporter never stops the plugin: without the API
+	// server the plugin serves its volumes all the same.
+	var (
+		reportCacheStatus func(context.Context)
+		reporterMetrics   []prometheus.Collector
+		node              *driver.Node // set before the reporter runs
+	)
+	if cfg.CacheStatus.Enabled {
+		dataset := func(id string) (cachestatus.Dataset, bool) {
+			d, ok := node.Dataset(id)
+			return cachestatus.Dataset{Bytes: d.Bytes, Objects: d.Objects}, ok
+		}
+		rep, run, err := newCacheStatus(cfg.CacheStatus, cfg.Driver.NodeID, cfg.Driver.Name, cfg.Node.CacheRoot, dataset)
+		if err != nil {
+			klog.ErrorS(err, "The cache status is not reported")
+		} else {
+			cfg.Node.VolumesChanged = rep.Trigger
+			reportCacheStatus, reporterMetrics = run, rep.Collectors()
+		}
+	}
+	node, err = driver.NewNode(ctx, cfg.Node)
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	stopMetrics, err := startNodeMetrics(ctx, cfg.MetricsAddress, &cfg.Driver, node)
+	if reportCacheStatus != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); reportCacheStatus(rctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	stopMetrics, err := startNodeMetrics(ctx, cfg.MetricsAddress, &cfg.Driver, node, reporterMetrics...)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,10 @@ type NodeConfig struct {
 	// CredentialsDir are set by NewNode. Its Runner and Kernel may be
 	// fakes (supervisortest) in tests.
 	Supervisor supervisor.Config
+	// VolumesChanged, when not nil, is called after a volume was staged
+	// or unstaged (the cache status reporter looks again soon). It must
+	// not block.
+	VolumesChanged func()
 }
 
 // Mounter stages volumes: mounts FUSE on the staging path and keeps its
@@ -81,13 +85,15 @@ type Node struct {
 
 	background sync.WaitGroup // goroutines under life: reconcile, warmups
 
-	mu   sync.Mutex      // guards busy, pending, warmups
+	mu   sync.Mutex      // guards busy, pending, warmups, datasets
 	busy map[string]bool // volume IDs an operation is running for
 	// pending are the volumes the start-up reconcile has not taken back
 	// yet; each channel is closed when it has (node_reconcile.go).
 	pending map[string]chan struct{}
 	// warmups are the running warmups by volume ID (node_warmup.go).
 	warmups map[string]*warmupRun
+	// datasets are the sizes whole-volume warmups found (node_dataset.go).
+	datasets map[string]Dataset
 }
 
 var _ Service = (*Node)(nil)
@@ -120,7 +126,8 @@ func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, state: state, reconciled: make(chan struct{}),
-		busy: map[string]bool{}, pending: map[string]chan struct{}{}, warmups: map[string]*warmupRun{}}
+		busy: map[string]bool{}, pending: map[string]chan struct{}{}, warmups: map[string]*warmupRun{},
+		datasets: map[string]Dataset{}}
 	sc := cfg.Supervisor
 	sc.Binary = cfg.MountBinary
 	sc.Binds = n.binds

@@ -24,6 +24,7 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if err := n.stageVolume(ctx, req); err != nil {
 		return nil, redact(toStatus(err), secretValues(req.GetSecrets()))
 	}
+	n.volumesChanged()
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
@@ -171,7 +172,15 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	}
 	n.forget(id)
 	klog.InfoS("volume unstaged", "volume", id, "staging", staging)
+	n.volumesChanged()
 	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// volumesChanged tells NodeConfig.VolumesChanged, if set.
+func (n *Node) volumesChanged() {
+	if n.cfg.VolumesChanged != nil {
+		n.cfg.VolumesChanged()
+	}
 }
 
 // sameGroup reports whether a request for volume mount group want (the

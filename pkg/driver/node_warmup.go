@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -65,7 +66,10 @@ func (n *Node) startWarmup(id, staging string, paths []string) {
 			n.mu.Unlock()
 			close(w.done)
 		}()
-		warm(ctx, id, targets, paths)
+		res, err := warm(ctx, id, targets, paths)
+		if err == nil && slices.Contains(paths, volumeattr.WarmupAll) {
+			n.recordDataset(id, res)
+		}
 	})
 }
 
@@ -89,7 +93,7 @@ func (n *Node) stopWarmup(ctx context.Context, id string) {
 }
 
 // warm runs one warmup and logs its outcome.
-func warm(ctx context.Context, id string, targets, paths []string) {
+func warm(ctx context.Context, id string, targets, paths []string) (warmup.Result, error) {
 	klog.InfoS("warmup started", "volume", id, "paths", paths)
 	res, err := warmup.Run(ctx, targets, warmup.Options{
 		Threads:          warmupThreads,
@@ -110,7 +114,8 @@ func warm(ctx context.Context, id string, targets, paths []string) {
 		"elapsed", res.Elapsed.Round(time.Second), "cacheFits", res.Cache.Fits, "cache", res.Cache.Verdict}
 	if err != nil {
 		klog.InfoS("warmup stopped", append(kv, "reason", err.Error())...)
-		return
+		return res, err
 	}
 	klog.InfoS("warmup finished", kv...)
+	return res, nil
 }

@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
+	"github.com/basin-csi/basin/pkg/cachestatus"
 	"github.com/basin-csi/basin/pkg/placement"
 )
 
@@ -70,10 +71,10 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 
 // setup registers every component with mgr.
 func setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
-	_ = ctx
-	_ = mgr
-	_ = cfg
 	if err := placement.Setup(ctx, mgr, placement.Config{Namespace: cfg.Namespace, DriverName: cfg.DriverName, Metrics: cfg.Metrics}); err != nil {
+		return err
+	}
+	if err := cachestatus.SetupCleanup(mgr, cachestatus.CleanupOptions{Metrics: cfg.Metrics}); err != nil {
 		return err
 	}
 	return nil

@@ -112,7 +112,9 @@ func TestKustomizeBuild(t *testing.T) {
 	for _, d := range docs {
 		kinds[fmt.Sprintf("%T", d.obj)]++
 	}
-	for want, n := range map[string]int{"*v1.CSIDriver": 1, "*v1.Deployment": 1, "*v1.DaemonSet": 2, "*v1.ClusterRole": 2, "*v1.CustomResourceDefinition": 2,
+	for want, n := range map[string]int{"*v1.CSIDriver": 1, "*v1.Deployment": 1, "*v1.DaemonSet": 2, "*v1.ClusterRole": 3, "*v1.CustomResourceDefinition": 2,
+		// node-cachestatus-policy.yaml
+		"*v1.ValidatingAdmissionPolicy": 1, "*v1.ValidatingAdmissionPolicyBinding": 1,
 		// placement-webhook.yaml
 		"*v1.Service": 1, "*v1.MutatingWebhookConfiguration": 1} {
 		if kinds[want] != n {
