@@ -51,8 +51,9 @@ func cacheWrites(t *testing.T) float64 {
 // TestCacheStatus is the cache status scenario: a pod reads a dataset;
 // within a minute the VolumeCache of (its PV, this node) shows what the
 // cache itself counts; kubectl prints its columns; a quiet volume costs
-// no writes; a second read moves its last use; deleting the pod, claim
-// and PV deletes it.
+// no writes; a second read moves its last use; a new pod of the volume
+// is preferred onto the node by the placement webhook; deleting the pod,
+// claim and PV deletes it.
 func TestCacheStatus(t *testing.T) {
 	scenario(t, "cache-status")
 	ns := namespace(t, "e2e-cachestatus")
@@ -148,6 +149,23 @@ func TestCacheStatus(t *testing.T) {
 	if busy < 1 || busy > 3 {
 		t.Errorf("%v VolumeCache writes during 65s of reads, want 1 to 3 (one per 30s interval at most)", busy)
 	}
+
+	// The chain end to end: a new pod of the volume gets the placement
+	// webhook's preference for this node from this real report (the
+	// webhook reads VolumeCaches through its informer: allow it to catch up).
+	var note, terms string
+	waitFor(t, "a new pod of the volume to be preferred onto "+clusterNode, 30*time.Second, func() bool {
+		_, _ = kubectlErr("-n", ns, "delete", "pod", "placed", "--ignore-not-found", "--wait=true")
+		runPod(t, ns, pod{Name: "placed", Claim: pv, ReadOnly: true, Script: "true"})
+		note = jsonpath(ns, "pod/placed", `{.metadata.annotations.basin\.csi\.dev/cache-affinity}`)
+		terms = jsonpath(ns, "pod/placed", "{.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution}")
+		return strings.HasPrefix(note, "preferred "+clusterNode+" ")
+	})
+	t.Logf("a new pod of the volume: annotation %q, preferred terms %s", note, terms)
+	if !strings.Contains(terms, `"values":["`+clusterNode+`"]`) || !strings.Contains(terms, `"weight":100`) {
+		t.Errorf("preferred terms %s, want weight 100 for %s (100%% cached)", terms, clusterNode)
+	}
+	kubectl(t, "-n", ns, "delete", "pod", "placed", "--wait=true")
 
 	kubectl(t, "-n", ns, "delete", "pod", "reader", "--wait=true")
 	kubectl(t, "-n", ns, "delete", "pvc", pv, "--wait=true")
