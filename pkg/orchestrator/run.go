@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
+	"github.com/basin-csi/basin/pkg/warmupctl"
 )
 
 // Config is what Run needs; the controller's flags fill it.
@@ -72,5 +74,9 @@ func setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 	_ = ctx
 	_ = mgr
 	_ = cfg
+	if err := warmupctl.Setup(mgr, warmupctl.Options{DriverName: cfg.DriverName, Image: cfg.Image,
+		PodNamespace: cfg.Namespace, PodName: os.Getenv("POD_NAME"), Metrics: cfg.Metrics}); err != nil {
+		return err
+	}
 	return nil
 }
