@@ -91,6 +91,15 @@ func newReconciler(c client.Client, reader client.Reader, rec events.EventRecord
 // Reconcile moves one Warmup along: start a run when one is due, create
 // its pods, fold what they report, end the run.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if err != nil && !apierrors.IsConflict(err) {
+		// A conflict is a stale cache: the next reconcile sees the news.
+		klog.ErrorS(err, "Warmup reconcile failed", "warmup", req.NamespacedName)
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var w basinv1.Warmup
 	if err := r.client.Get(ctx, req.NamespacedName, &w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -98,7 +107,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !w.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the pods go with it (owner references)
 	}
-	log := klog.FromContext(ctx).WithValues("warmup", klog.KObj(&w), "claim", w.Spec.ClaimName)
+	// klog's own logger: the orchestrator's manager may run without one.
+	log := klog.LoggerWithValues(klog.Background(), "warmup", klog.KObj(&w), "claim", w.Spec.ClaimName)
 	ctx = klog.NewContext(ctx, log)
 	now := r.now()
 	orig := w.Status.DeepCopy()
@@ -165,10 +175,10 @@ func (r *Reconciler) runDue(w *basinv1.Warmup, sched interface{ Next(time.Time) 
 	switch {
 	case s.Runs == 0:
 		return "new Warmup"
-	case s.ObservedGeneration != w.Generation:
-		return fmt.Sprintf("spec changed (generation %d)", w.Generation)
 	case s.ObservedRerun != w.Spec.Rerun:
 		return fmt.Sprintf("spec.rerun is %q", w.Spec.Rerun)
+	case s.ObservedGeneration != w.Generation:
+		return fmt.Sprintf("spec changed (generation %d)", w.Generation)
 	case sched != nil && ended(s.Phase) && s.NextScheduleTime != nil && !s.NextScheduleTime.After(now):
 		return fmt.Sprintf("scheduled (%s, %s)", w.Spec.Schedule, s.NextScheduleTime.UTC().Format(time.RFC3339))
 	}
