@@ -3,14 +3,12 @@
 package k8s
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 )
@@ -20,25 +18,14 @@ import (
 // schedule (runs are started by the test).
 func warmupObject(t *testing.T, ns, claim string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../examples/warmup/warmup-object.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w basinv1.Warmup
-	if err := yaml.UnmarshalStrict(b, &w); err != nil {
-		t.Fatalf("examples/warmup/warmup-object.yaml: %v", err)
-	}
-	if w.Name != "imagenet-train" || len(w.Spec.Paths) != 1 || w.Spec.Paths[0] != "train" {
-		t.Fatalf("examples/warmup/warmup-object.yaml: unexpected %s %v", w.Name, w.Spec.Paths)
-	}
-	w.Namespace, w.Spec.ClaimName = ns, claim
-	w.Spec.Nodes = basinv1.WarmupNodes{Count: ptr.To[int32](1)}
-	w.Spec.Schedule = ""
-	out, err := yaml.Marshal(&w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
+	return editExample(t, "warmup/warmup-object.yaml", func(w *basinv1.Warmup) {
+		if w.Name != "imagenet-train" || len(w.Spec.Paths) != 1 || w.Spec.Paths[0] != "train" {
+			t.Fatalf("examples/warmup/warmup-object.yaml: unexpected %s %v", w.Name, w.Spec.Paths)
+		}
+		w.Namespace, w.Spec.ClaimName = ns, claim
+		w.Spec.Nodes = basinv1.WarmupNodes{Count: ptr.To[int32](1)}
+		w.Spec.Schedule = ""
+	})
 }
 
 // TestWarmupObject is the Warmup resource's scenario: a Warmup of one
@@ -90,22 +77,8 @@ func TestWarmupObject(t *testing.T) {
 	})
 	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(volumeProcesses(t, handle)) == 0 })
 
-	script := `echo sum=$(sha256sum /data/train/* | sha256sum | cut -d' ' -f1)
-echo READY
-sleep 3600`
-	runPod(t, ns, pod{Name: "reader", Claim: "e2e-warmupobj", Script: script, ReadOnly: true})
-	waitLog(t, ns, "reader", "READY", 2*time.Minute)
-	if got, want := logValue(kubectl(t, "-n", ns, "logs", "reader"), "sum"), digest(sumsListing("/data/train", "train/", sums)); got != want {
-		t.Errorf("the reader saw %s, want %s", got, want)
-	}
-	m := scrape(t, nodeMetrics)
+	m := readWarmed(t, ns, "e2e-warmupobj", handle, sums)
 	vol := map[string]string{"volume": handle}
-	if up := sample(m, "basin_volume_scrape_up", vol); up != 1 {
-		t.Fatalf("basin_volume_scrape_up{volume=%q} = %v: no metrics of the reader's FUSE process", handle, up)
-	}
-	if n := sample(m, "basin_bucket_requests_total", vol); n != 0 {
-		t.Errorf("the reader's FUSE process sent %v bucket requests, want 0 (all warmed by the Warmup)", n)
-	}
 	// The cache's own figures: what the Warmup's status says it loaded is
 	// in the node's cache.
 	objects, used := sample(m, "basin_cache_objects", vol), sample(m, "basin_cache_used_bytes", vol)
