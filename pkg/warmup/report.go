@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"unicode/utf8"
 )
 
 // Report is a run's outcome in a few fields, for a program rather than a
@@ -53,8 +54,15 @@ func (res Result) Report(runErr error) Report {
 // WriteFile writes r as JSON to path (truncating a long verdict).
 func (r Report) WriteFile(path string) error {
 	b, err := json.Marshal(r)
-	if err == nil && len(b) > maxReport {
-		r.Verdict = r.Verdict[:max(0, len(r.Verdict)-(len(b)-maxReport)-3)] + "..."
+	for verdict := r.Verdict; err == nil && len(b) > maxReport && verdict != ""; {
+		// Cut as many bytes as are too many (escapes make some count
+		// more), on a rune boundary.
+		n := max(0, len(verdict)-(len(b)-maxReport)-3)
+		for n > 0 && !utf8.RuneStart(verdict[n]) {
+			n--
+		}
+		verdict = verdict[:n]
+		r.Verdict = verdict + "..."
 		b, err = json.Marshal(r)
 	}
 	if err != nil {

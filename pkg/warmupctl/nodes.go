@@ -149,20 +149,29 @@ func termMatches(term corev1.NodeSelectorTerm, n *corev1.Node) bool {
 	return true
 }
 
-// nodeSelectorOps maps node selector operators to label selector ones.
-var nodeSelectorOps = map[corev1.NodeSelectorOperator]selection.Operator{
-	corev1.NodeSelectorOpIn:           selection.In,
-	corev1.NodeSelectorOpNotIn:        selection.NotIn,
-	corev1.NodeSelectorOpExists:       selection.Exists,
-	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	corev1.NodeSelectorOpGt:           selection.GreaterThan,
-	corev1.NodeSelectorOpLt:           selection.LessThan,
+// labelOp is the label selector operator of a node selector operator.
+func labelOp(op corev1.NodeSelectorOperator) (selection.Operator, bool) {
+	switch op {
+	case corev1.NodeSelectorOpIn:
+		return selection.In, true
+	case corev1.NodeSelectorOpNotIn:
+		return selection.NotIn, true
+	case corev1.NodeSelectorOpExists:
+		return selection.Exists, true
+	case corev1.NodeSelectorOpDoesNotExist:
+		return selection.DoesNotExist, true
+	case corev1.NodeSelectorOpGt:
+		return selection.GreaterThan, true
+	case corev1.NodeSelectorOpLt:
+		return selection.LessThan, true
+	}
+	return "", false
 }
 
 // requirementHolds: r holds for set; an invalid requirement holds for
 // nothing (the scheduler would not place the Job's pods either).
 func requirementHolds(r corev1.NodeSelectorRequirement, set labels.Set) bool {
-	op, ok := nodeSelectorOps[r.Operator]
+	op, ok := labelOp(r.Operator)
 	if !ok {
 		return false
 	}
