@@ -13,6 +13,10 @@ import (
 	"github.com/basin-csi/basin/pkg/warmup"
 )
 
+// unschedulableLimit is how long a node's pod may stay unschedulable
+// before the node counts as failed.
+const unschedulableLimit = 5 * time.Minute
+
 // progress is what a running pod's node cache held when the controller
 // first saw the pod running: the base of its rate.
 type progress struct {
@@ -66,8 +70,15 @@ func nodeFromPod(prev basinv1.WarmupNodeStatus, pod *corev1.Pod, cache *basinv1.
 	default:
 		n.Message = "pod pending"
 		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				n.Message = fmt.Sprintf("pod not scheduled: %s: %s", c.Reason, c.Message)
+			if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+				continue
+			}
+			n.Message = fmt.Sprintf("pod not scheduled: %s: %s", c.Reason, c.Message)
+			// A node that cannot take the pod (full, tainted, gone) must
+			// not keep the run from ending.
+			if since := now.Sub(c.LastTransitionTime.Time); since >= unschedulableLimit {
+				n.Phase = basinv1.WarmupFailed
+				n.Message = fmt.Sprintf("pod not scheduled for %s: %s: %s", since.Round(time.Second), c.Reason, c.Message)
 			}
 		}
 	}

@@ -21,6 +21,14 @@ func endedPod(phase corev1.PodPhase, code int32, msg string) *corev1.Pod {
 	}}}}
 }
 
+// unschedulable is a pending pod the scheduler could not place since.
+func unschedulable(since time.Time) *corev1.Pod {
+	return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available",
+		LastTransitionTime: metav1.Time{Time: since},
+	}}}}
+}
+
 func TestNodeFromPod(t *testing.T) {
 	now := time.Unix(1000, 0)
 	prev := basinv1.WarmupNodeStatus{NodeName: "n1", PodName: "p", Phase: basinv1.WarmupPending}
@@ -36,6 +44,10 @@ func TestNodeFromPod(t *testing.T) {
 		{name: "no pod yet", prev: prev, want: prev},
 		{name: "pending", prev: prev, pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}},
 			want: basinv1.WarmupNodeStatus{NodeName: "n1", PodName: "p", Phase: basinv1.WarmupPending, Fits: "Unknown", Message: "pod pending"}},
+		{name: "unschedulable for a while", prev: prev, pod: unschedulable(now.Add(-time.Minute)),
+			want: basinv1.WarmupNodeStatus{NodeName: "n1", PodName: "p", Phase: basinv1.WarmupPending, Fits: "Unknown", Message: "pod not scheduled: Unschedulable: 0/1 nodes are available"}},
+		{name: "unschedulable too long", prev: prev, pod: unschedulable(now.Add(-unschedulableLimit)),
+			want: basinv1.WarmupNodeStatus{NodeName: "n1", PodName: "p", Phase: basinv1.WarmupFailed, Fits: "Unknown", Message: "pod not scheduled for 5m0s: Unschedulable: 0/1 nodes are available"}},
 		{name: "running without VolumeCache", prev: prev, pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}},
 			want: basinv1.WarmupNodeStatus{NodeName: "n1", PodName: "p", Phase: basinv1.WarmupRunning, Fits: "Unknown", Message: "running"}},
 		{name: "running: the cache's growth", prev: prev, pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}},
