@@ -71,6 +71,7 @@ func parseControllerArgs(args []string, out io.Writer) (controllerConfig, error)
 	}
 	c.Driver.Version = version
 	c.Orchestrator.DriverName = c.Driver.Name
+	c.Orchestrator.PodName = os.Getenv("POD_NAME")
 	if c.Orchestrate && c.Orchestrator.Namespace == "" {
 		return controllerConfig{}, fmt.Errorf("--orchestrate needs --namespace (or $POD_NAMESPACE)")
 	}

@@ -59,6 +59,7 @@ type warmupFlags struct {
 	noState      bool
 	restart      bool
 	interval     time.Duration
+	result       string
 }
 
 func warmupFlagSet(f *warmupFlags) *flag.FlagSet {
@@ -70,6 +71,7 @@ func warmupFlagSet(f *warmupFlags) *flag.FlagSet {
 	fs.BoolVar(&f.noState, "no-state", false, "keep no state file (a re-run starts over)")
 	fs.BoolVar(&f.restart, "restart", false, "ignore what the state file holds")
 	fs.DurationVar(&f.interval, "interval", 10*time.Second, "period of the progress lines when stdout is not a terminal")
+	fs.StringVar(&f.result, "result", "", "write the outcome as JSON (files, bytes, bytesPerSecond, errors, fits, verdict) to `FILE` at the end, e.g. a pod's /dev/termination-log")
 	return fs
 }
 
@@ -115,6 +117,11 @@ func runWarmup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	res, err := warmup.Run(ctx, paths, opts)
 	report.finish()
 	printSummary(stdout, res, opts.StateFile)
+	if f.result != "" {
+		if werr := res.Report(err).WriteFile(f.result); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
 	switch {
 	case errors.Is(err, context.Canceled) && opts.StateFile != "":
 		return fmt.Errorf("interrupted; run the same command again to resume (state file %s)", opts.StateFile)

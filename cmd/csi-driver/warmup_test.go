@@ -18,6 +18,7 @@ import (
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
+	"github.com/basin-csi/basin/pkg/warmup"
 )
 
 // countingStore counts the calls that reach the bucket.
@@ -145,7 +146,8 @@ func TestWarmupThenBucketDown(t *testing.T) {
 	mnt, counter := mountS3(t, srv, bucket)
 
 	var out, errOut bytes.Buffer
-	if err := runWarmup(t.Context(), []string{"--threads", "6", "--no-state", filepath.Join(mnt, "ds")}, &out, &errOut); err != nil {
+	result := filepath.Join(t.TempDir(), "result.json")
+	if err := runWarmup(t.Context(), []string{"--threads", "6", "--no-state", "--result", result, filepath.Join(mnt, "ds")}, &out, &errOut); err != nil {
 		t.Fatalf("warmup: %v\n%s%s", err, out.String(), errOut.String())
 	}
 	var want int64
@@ -162,6 +164,9 @@ func TestWarmupThenBucketDown(t *testing.T) {
 		if !strings.Contains(summary, s) {
 			t.Errorf("warmup summary lacks %q", s)
 		}
+	}
+	if r := readReport(t, result); r.Files != int64(n) || r.Bytes != want || r.Errors != 0 || r.Fits != warmup.FitsYes || r.BytesPerSecond <= 0 {
+		t.Errorf("--result wrote %+v, want %d files, %d bytes, 0 errors, fits Yes, a rate", r, n, want)
 	}
 
 	srv.Stop()
@@ -207,9 +212,13 @@ func TestWarmupDoesNotFit(t *testing.T) {
 	mnt, _ := mountS3(t, srv, bucket, "--cache-size", "8Mi", "--cache-block-size", "1Mi")
 	var out bytes.Buffer
 	state := filepath.Join(t.TempDir(), "w.state")
-	err := runWarmup(t.Context(), []string{"--state", state, filepath.Join(mnt, "ds")}, &out, io.Discard)
+	result := filepath.Join(t.TempDir(), "result.json")
+	err := runWarmup(t.Context(), []string{"--state", state, "--result", result, filepath.Join(mnt, "ds")}, &out, io.Discard)
 	if err != nil {
 		t.Fatalf("warmup: %v\n%s", err, out.String())
+	}
+	if r := readReport(t, result); r.Fits != warmup.FitsNo || !strings.Contains(r.Verdict, "does NOT fit") {
+		t.Errorf("--result wrote %+v, want fits No and the verdict", r)
 	}
 	t.Logf("warmup output:\n%s", out.String())
 	if !strings.Contains(out.String(), "WARNING: cache: does NOT fit") || !strings.Contains(out.String(), "capacity 8.0 MiB") {
@@ -241,4 +250,18 @@ func TestWarmupCommandUsage(t *testing.T) {
 	if err := runWarmup(ctx, []string{"--metadata-only", "--no-state", dir}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "stat'ed 1 files") {
 		t.Errorf("metadata-only run: %v\n%s", err, out.String())
 	}
+}
+
+// readReport reads what --result wrote.
+func readReport(t *testing.T, path string) warmup.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := warmup.ParseReport(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

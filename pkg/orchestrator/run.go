@@ -5,16 +5,21 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 	"github.com/basin-csi/basin/pkg/cachestatus"
 	"github.com/basin-csi/basin/pkg/placement"
+	"github.com/basin-csi/basin/pkg/warmupctl"
 )
 
 // Config is what Run needs; the controller's flags fill it.
@@ -27,8 +32,10 @@ type Config struct {
 	// DriverName is the CSI driver's name (basin.csi.dev): volumes of
 	// other drivers are ignored.
 	DriverName string
-	// Image is the image warmup pods run (the controller's own).
-	Image string
+	// Image is the image warmup pods run; "" takes the controller's own,
+	// read from its pod (PodName in Namespace).
+	Image   string
+	PodName string
 	// Metrics receives the components' own metrics (controller-runtime's
 	// reconcile metrics are in its registry, served beside).
 	Metrics prometheus.Registerer
@@ -51,8 +58,14 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// controller-runtime logs (reconcile errors among them) through klog.
+	ctrl.SetLogger(klog.NewKlogr())
 	mgr, err := ctrl.NewManager(restCfg, manager.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// The Warmup controller owns pods: cache its pods, not the cluster's.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: warmupctl.PodCacheSelector()},
+		}},
 		LeaderElection:          cfg.LeaderElection,
 		LeaderElectionID:        "basin-orchestrator",
 		LeaderElectionNamespace: cfg.Namespace,
@@ -75,6 +88,10 @@ func setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
 		return err
 	}
 	if err := cachestatus.SetupCleanup(mgr, cachestatus.CleanupOptions{Metrics: cfg.Metrics}); err != nil {
+		return err
+	}
+	if err := warmupctl.Setup(mgr, warmupctl.Options{DriverName: cfg.DriverName, Image: cfg.Image,
+		PodNamespace: cfg.Namespace, PodName: cfg.PodName, Metrics: cfg.Metrics}); err != nil {
 		return err
 	}
 	return nil

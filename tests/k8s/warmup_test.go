@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -19,34 +20,43 @@ import (
 // anti-affinity keeps off this node).
 func warmupJob(t *testing.T, ns, claim string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../examples/warmup/job.yaml")
+	return editExample(t, "warmup/job.yaml", func(job *batchv1.Job) {
+		one := int32(1)
+		job.Namespace = ns
+		job.Spec.Completions, job.Spec.Parallelism = &one, &one
+		spec := &job.Spec.Template.Spec
+		spec.NodeSelector = nil
+		c := &spec.Containers[0]
+		if c.Image != "ghcr.io/basin-csi/basin:latest" || len(c.Args) == 0 || c.Args[0] != "warmup" {
+			t.Fatalf("examples/warmup/job.yaml: unexpected container %s %v", c.Image, c.Args)
+		}
+		c.Image, c.ImagePullPolicy = env.Image, corev1.PullNever
+		found := false
+		for i := range spec.Volumes {
+			if pvc := spec.Volumes[i].PersistentVolumeClaim; pvc != nil {
+				pvc.ClaimName, found = claim, true
+			}
+		}
+		if !found {
+			t.Fatal("examples/warmup/job.yaml mounts no claim")
+		}
+	})
+}
+
+// editExample is examples/FILE (one document of type T) changed by edit,
+// as YAML.
+func editExample[T any](t *testing.T, file string, edit func(*T)) string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var job batchv1.Job
-	if err := yaml.UnmarshalStrict(b, &job); err != nil {
-		t.Fatalf("examples/warmup/job.yaml: %v", err)
+	var obj T
+	if err := yaml.UnmarshalStrict(b, &obj); err != nil {
+		t.Fatalf("examples/%s: %v", file, err)
 	}
-	one := int32(1)
-	job.Namespace = ns
-	job.Spec.Completions, job.Spec.Parallelism = &one, &one
-	spec := &job.Spec.Template.Spec
-	spec.NodeSelector = nil
-	c := &spec.Containers[0]
-	if c.Image != "ghcr.io/basin-csi/basin:latest" || len(c.Args) == 0 || c.Args[0] != "warmup" {
-		t.Fatalf("examples/warmup/job.yaml: unexpected container %s %v", c.Image, c.Args)
-	}
-	c.Image, c.ImagePullPolicy = env.Image, corev1.PullNever
-	found := false
-	for i := range spec.Volumes {
-		if pvc := spec.Volumes[i].PersistentVolumeClaim; pvc != nil {
-			pvc.ClaimName, found = claim, true
-		}
-	}
-	if !found {
-		t.Fatal("examples/warmup/job.yaml mounts no claim")
-	}
-	out, err := yaml.Marshal(&job)
+	edit(&obj)
+	out, err := yaml.Marshal(&obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +85,19 @@ func TestWarmupJob(t *testing.T) {
 	// a new one, whose counters start at zero.
 	kubectl(t, "-n", ns, "delete", "job", "imagenet-warmup", "--cascade=foreground", "--wait=true")
 	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(volumeProcesses(t, handle)) == 0 })
+	readWarmed(t, ns, "e2e-warmup", handle, sums)
+}
 
+// readWarmed runs a reader of every file under /data/train of claim
+// (handle's volume, unstaged before: the reader's FUSE process is a new
+// one) and checks it saw the objects of sums with zero bucket requests.
+// It returns the node's metrics scraped then.
+func readWarmed(t *testing.T, ns, claim, handle string, sums map[string]string) map[string]*dto.MetricFamily {
+	t.Helper()
 	script := `echo sum=$(sha256sum /data/train/* | sha256sum | cut -d' ' -f1)
 echo READY
 sleep 3600`
-	runPod(t, ns, pod{Name: "reader", Claim: "e2e-warmup", Script: script, ReadOnly: true})
+	runPod(t, ns, pod{Name: "reader", Claim: claim, Script: script, ReadOnly: true})
 	waitLog(t, ns, "reader", "READY", 2*time.Minute)
 	log := kubectl(t, "-n", ns, "logs", "reader")
 	if got, want := logValue(log, "sum"), digest(sumsListing("/data/train", "train/", sums)); got != want {
@@ -96,4 +114,5 @@ sleep 3600`
 			t.Logf("  %s: %v", op, sample(m, "basin_bucket_requests_total", map[string]string{"volume": handle, "op": op}))
 		}
 	}
+	return m
 }
