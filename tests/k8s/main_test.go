@@ -53,18 +53,22 @@ func TestMain(m *testing.M) {
 }
 
 // scenario marks t as one of the issue's scenarios: it is counted in the
-// summary, and it fails at once when there is no cluster.
+// summary, prints "scenario NAME passed" (or failed) when it ends, and it
+// fails at once when there is no cluster.
 func scenario(t *testing.T, name string) {
 	t.Helper()
 	results.mu.Lock()
 	results.names = append(results.names, name)
 	results.mu.Unlock()
 	t.Cleanup(func() {
+		verdict := "passed"
 		if t.Failed() {
+			verdict = "failed"
 			results.mu.Lock()
 			results.failed = append(results.failed, name)
 			results.mu.Unlock()
 		}
+		fmt.Printf("scenario %s %s\n", name, verdict)
 	})
 	if envErr != nil {
 		t.Fatalf("no cluster: %v (run `make k8s-e2e`, or `make k8s-up` first)", envErr)
