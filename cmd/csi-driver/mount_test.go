@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -95,8 +97,27 @@ func startMount(t *testing.T, mnt string, args ...string) (stop func() error) {
 		})
 		// Mounted is not served yet: wait for an answer from the server.
 		waitFor(t, "the server", func() bool { _, err := os.Stat(mnt); return err == nil })
+		answerPollOnce(t, mnt)
 	}
 	return stop
+}
+
+// answerPollOnce makes the kernel ask the mount's server for poll(2)
+// support once, outside the Go runtime's poller. The runtime adds every
+// file it opens to its epoll set, and epoll_ctl on a FUSE file sends a
+// POLL request; this test process serves the mount, and the thread in
+// epoll_ctl keeps its P meanwhile, so with GOMAXPROCS=1 (or during a
+// stop-the-world) nobody answers and the test hangs. go-fuse answers
+// ENOSYS for its poll-hack file, after which the kernel asks no more; its
+// own ask (WaitMount) may still be pending when the mount already answers.
+func answerPollOnce(t *testing.T, mnt string) {
+	t.Helper()
+	fd, err := syscall.Open(filepath.Join(mnt, ".go-fuse-epoll-hack"), syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatalf("open the poll-hack file: %v", err)
+	}
+	defer func() { _ = syscall.Close(fd) }()
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0) // ENOSYS from the server, or ready
 }
 
 func TestMountCommandFile(t *testing.T) {

@@ -241,6 +241,7 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight
 	}
 	off := int64(b) * o.bs
 	o.mu.Lock()
+	o.writes++
 	f, err := o.openFileLocked(true)
 	var d *os.File
 	var derr error
@@ -268,17 +269,20 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight
 			// Give back what the partial write allocated.
 			_ = punchHole(f, off, n)
 		}
-		c.syncAlloc(o)
+		o.mu.Lock()
+		changed := c.settleWriteLocked(o, 0)
+		if changed {
+			o.dirty = true
+		}
+		o.mu.Unlock()
+		if changed {
+			c.markDirty(o)
+		}
 		return false, false
 	}
 	var victims []keptRef
 	o.mu.Lock()
-	if _, alloc, err := fileAlloc(f); err == nil {
-		c.used.Add(alloc - o.alloc - n)
-		o.alloc = alloc
-	} else {
-		o.alloc += n
-	}
+	c.settleWriteLocked(o, n)
 	o.crcs[b] = crc
 	o.present.set(b)
 	if direct && fl != nil {
@@ -293,19 +297,30 @@ func (c *Cache) writeBlock(o *object, b int, data []byte, crc uint32, fl *flight
 	return true, kept
 }
 
-// syncAlloc re-reads o's allocation after a failed write.
-func (c *Cache) syncAlloc(o *object) {
-	o.mu.Lock()
-	changed := false
+// settleWriteLocked ends one block write of o whose reservation of n bytes
+// (0 if given back) is in used, and reports whether o.alloc changed. While
+// other writes of o run, the data file's allocation may already hold their
+// blocks, which their reservations count too: the reservation is carried
+// until the last write ends and replaces them all with the file's
+// allocation. (Settling each write against the file counted such blocks
+// twice for a while, and refused blocks that fitted.) The caller holds
+// o.mu.
+func (c *Cache) settleWriteLocked(o *object, n int64) bool {
+	o.writes--
+	o.carried += n
+	if o.writes > 0 {
+		return false
+	}
+	carried := o.carried
+	o.carried = 0
 	if f := o.file.Load(); f != nil {
-		if _, alloc, err := fileAlloc(f); err == nil && alloc != o.alloc {
-			c.used.Add(alloc - o.alloc)
+		if _, alloc, err := fileAlloc(f); err == nil {
+			c.used.Add(alloc - o.alloc - carried)
+			changed := alloc != o.alloc
 			o.alloc = alloc
-			o.dirty, changed = true, true
+			return changed
 		}
 	}
-	o.mu.Unlock()
-	if changed {
-		c.markDirty(o)
-	}
+	o.alloc += carried
+	return carried != 0
 }

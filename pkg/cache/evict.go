@@ -92,16 +92,26 @@ func (c *Cache) reserve(n int64) bool {
 		c.used.Add(n)
 		return true
 	}
-	if c.used.Add(n) <= capacity {
+	if c.tryReserve(n, capacity) {
 		return true
 	}
-	c.used.Add(-n)
 	c.evictSync(n)
-	if c.used.Add(n) <= capacity {
-		return true
+	return c.tryReserve(n, capacity)
+}
+
+// tryReserve adds n to used if that stays within capacity. Unlike an add
+// taken back when it overshot, it never shows used above capacity (to
+// Stats, or to a concurrent reservation it would refuse).
+func (c *Cache) tryReserve(n, capacity int64) bool {
+	for {
+		u := c.used.Load()
+		if u+n > capacity {
+			return false
+		}
+		if c.used.CompareAndSwap(u, u+n) {
+			return true
+		}
 	}
-	c.used.Add(-n)
-	return false
 }
 
 // evictSync makes room for need bytes now: down to the high watermark

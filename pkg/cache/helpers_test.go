@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,6 +67,7 @@ func newFixture(t *testing.T, opts Options) (*Cache, *objstoretest.Fake, string)
 	c := openTest(t, dir, fake, opts)
 	t.Cleanup(func() {
 		if c.ix != nil {
+			waitQuiescent(t, c)
 			if _, err := c.Verify(context.Background()); err != nil && !closedCache(c) {
 				t.Errorf("verify at cleanup: %v", err)
 			}
@@ -144,4 +147,27 @@ func mustFlush(t testing.TB, c *Cache) {
 	if err := c.flush(); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
+}
+
+// waitQuiescent waits until no block of c is being fetched or written, as
+// Verify requires: a read returns before the blocks it fetched are written
+// (behind it), so a test's last reads may still be writing when it ends.
+func waitQuiescent(t *testing.T, c *Cache) {
+	t.Helper()
+	busy := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		objs := slices.Collect(maps.Values(c.objs))
+		objs = slices.AppendSeq(objs, maps.Keys(c.detached))
+		for _, o := range objs {
+			o.mu.Lock()
+			n := len(o.inflight) + o.writes
+			o.mu.Unlock()
+			if n > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the fetches and block writes of the test's reads to end", func() bool { return !busy() })
 }

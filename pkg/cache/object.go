@@ -110,6 +110,13 @@ type object struct {
 	unsynced bool
 	// alloc is the data file's allocated bytes as counted in Cache.used.
 	alloc int64
+	// writes counts block writes between their admission and their
+	// settlement (settleWriteLocked); carried is the reservations of the
+	// settled ones the last of them turns into allocation.
+	// INVARIANT: o's share of Cache.used is alloc + carried + the
+	// reservations of the writes still running.
+	writes  int
+	carried int64
 	// flushedATime is the access time last written to the index.
 	flushedATime int64
 	// inIndex: the index holds a record of this version.

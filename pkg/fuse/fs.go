@@ -36,9 +36,10 @@ type FS struct {
 
 	ptOnce sync.Once
 	ptOK   bool // written once inside ptOnce
-	// pinned reports inodes whose opens keep the I/O mode of a dead
-	// predecessor's open files (session.go); set by Mount before the
-	// first request, nil when not mounted.
+	// pinned reports inodes whose opens must not choose passthrough: they
+	// keep the I/O mode of a dead predecessor's open files, or a file of
+	// theirs in another mode is being released (session.go); set by Mount
+	// before the first request, nil when not mounted.
 	pinned func(ino uint64) bool
 
 	counters counters
@@ -163,8 +164,9 @@ func (f *FS) errno(op, key string, err error) syscall.Errno {
 }
 
 // passthroughFor reports whether an open of ino may use FUSE passthrough:
-// it works on this mount and ino has no inherited open files in another
-// mode.
+// it works on this mount and ino is not pinned (inherited open files in
+// another mode, or the release of one of its files in another mode under
+// way).
 func (f *FS) passthroughFor(ino uint64) bool {
 	return f.passthroughOK() && (f.pinned == nil || !f.pinned(ino))
 }

@@ -52,6 +52,9 @@ type sessionFS struct {
 	orphaned   func(ino uint64) // the last inherited open of ino is gone; nil: none
 
 	mu sync.Mutex
+	// guarded by mu: releases of files in another mode than passthrough
+	// under way in the bridge, by inode (holdPassthrough).
+	releasing map[uint64]int
 	// guarded by mu, resumed sessions only:
 	lookups map[uint64]uint64    // node ID → lookups the bridge counts
 	adopted map[uint64]*adoption // inherited handle → its re-opened one
@@ -89,6 +92,7 @@ func newSessionFS(inner gofuse.RawFileSystem, resumed bool) *sessionFS {
 		RawFileSystem: inner,
 		epoch:         epoch << fhEpochBits,
 		resumed:       resumed,
+		releasing:     map[uint64]int{},
 		lookups:       map[uint64]uint64{},
 		adopted:       map[uint64]*adoption{},
 		pins:          map[uint64]*pin{},
@@ -105,15 +109,34 @@ func (s *sessionFS) inherit(opens map[uint64]ioCount) {
 	}
 }
 
-// pinned reports whether opens of ino must keep an inherited I/O mode
-// (the file system then never chooses passthrough for it).
+// pinned reports whether opens of ino must keep an inherited I/O mode, or
+// a release holds passthrough off (holdPassthrough): the file system then
+// does not choose passthrough for it.
 func (s *sessionFS) pinned(ino uint64) bool {
-	if !s.resumed {
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pins[ino] != nil
+	return s.releasing[ino] > 0 || (s.resumed && s.pins[ino] != nil)
+}
+
+// holdPassthrough keeps opens of ino out of passthrough until the
+// returned function is called: while the bridge releases a file of ino
+// opened in another mode. The bridge drops one reference to the node's
+// backing ID after every release, whatever the file's mode; a passthrough
+// open answered meanwhile (a writer's release runs its upload and install
+// first, and the writer is gone for the file system before that) would
+// get a backing ID that release then unregisters, and the kernel fails
+// that open with EIO.
+func (s *sessionFS) holdPassthrough(ino uint64) (done func()) {
+	s.mu.Lock()
+	s.releasing[ino]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.releasing[ino]--; s.releasing[ino] <= 0 {
+			delete(s.releasing, ino)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // unpin counts a released open of a pinned inode; the last one lets the
@@ -311,9 +334,12 @@ func (s *sessionFS) opened(cancel <-chan struct{}, st gofuse.Status, h *gofuse.I
 	return st
 }
 
+// handleMode is the I/O mode encoded in a handle.
+func handleMode(fh uint64) ioMode { return ioMode(fh&fhModeMask) >> fhModeShift }
+
 // released records the release of a file handle fh of node ino.
 func (s *sessionFS) released(ino, fh uint64) {
-	mode := ioMode(fh&fhModeMask) >> fhModeShift
+	mode := handleMode(fh)
 	if mode == modeDirect {
 		return
 	}

@@ -236,7 +236,11 @@ func (s *sessionFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
 	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return
 	}
+	mode := handleMode(in.Fh)
 	if in.Fh = s.release(in.Fh); in.Fh != 0 {
+		if mode != modePassthrough {
+			defer s.holdPassthrough(in.NodeId)()
+		}
 		s.RawFileSystem.Release(cancel, in)
 	}
 }
