@@ -4,7 +4,7 @@
 #   - apt packages: fuse3, fio, rclone, python3-torch and python3-torchvision (bench scenarios);
 #   - Go-built servers and tools, pinned, into $BASIN_TOOLS_DIR/bin
 #     (default ~/.cache/basin-tools/bin): MinIO, fake-gcs-server,
-#     csi-sanity and golangci-lint.
+#     csi-sanity, golangci-lint and controller-gen.
 # What is installed already (a Go tool at its pinned version) is left alone,
 # so a second run costs about a second. A missing install step fails the
 # script: the tests would otherwise skip (or, under CI=true, fail) later.
@@ -17,6 +17,8 @@ MINIO=github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 FAKE_GCS=github.com/fsouza/fake-gcs-server@v1.56.1
 CSI_SANITY=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0
 GOLANGCI_LINT=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+# make generate, and the test that the generated files are current.
+CONTROLLER_GEN=sigs.k8s.io/controller-tools/cmd/controller-gen@v0.21.0
 
 TOOLS_DIR=${BASIN_TOOLS_DIR:-$HOME/.cache/basin-tools}
 export GOBIN=$TOOLS_DIR/bin
@@ -77,5 +79,6 @@ trap 'kill "$minio" 2>/dev/null || true' ERR
 go_tool golangci-lint "$GOLANGCI_LINT"
 go_tool fake-gcs-server "$FAKE_GCS"
 go_tool csi-sanity "$CSI_SANITY"
+go_tool controller-gen "$CONTROLLER_GEN"
 wait "$minio"
 log "tools ready in $GOBIN ($((SECONDS - start))s)"
