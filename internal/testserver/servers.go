@@ -51,8 +51,10 @@ func NewMinIO(t testing.TB) *Server { return ownedServer(t, "minio") }
 // NewGCS starts a fake-gcs-server owned by the test (stopped at cleanup).
 func NewGCS(t testing.TB) *Server { return ownedServer(t, "gcs") }
 
-// Shutdown stops the shared servers; call it from TestMain after m.Run.
+// Shutdown stops the shared servers and removes the csi-driver CSIDriver
+// built; call it from TestMain after m.Run.
 func Shutdown() {
+	removeBuilt()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	for k, s := range shared {
