@@ -45,14 +45,3 @@ func TestObjectName(t *testing.T) {
 		})
 	}
 }
-
-func TestHumanSize(t *testing.T) {
-	for n, want := range map[int64]string{
-		0: "0", 512: "512", 1024: "1Ki", 1536: "1.5Ki", 19 << 20: "19Mi",
-		3<<29 + 1: "1.5Gi", 5 << 40: "5Ti",
-	} {
-		if got := humanSize(n); got != want {
-			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -1,7 +1,6 @@
 package cachestatus
 
 import (
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -23,7 +22,7 @@ type Dataset struct {
 func statusOf(u cache.Usage, ds *Dataset, now time.Time) basinv1.VolumeCacheStatus {
 	st := basinv1.VolumeCacheStatus{
 		CachedBytes:   u.UsedBytes,
-		CachedSize:    humanSize(u.UsedBytes),
+		CachedSize:    basinv1.FormatSize(u.UsedBytes),
 		CachedObjects: u.Objects,
 		CapacityBytes: u.Capacity,
 		UpdateTime:    metav1.NewTime(now.Truncate(time.Second)),
@@ -52,23 +51,4 @@ func needsWrite(have, want basinv1.VolumeCacheStatus, refresh time.Duration) boo
 	}
 	have.UpdateTime, want.UpdateTime = metav1.Time{}, metav1.Time{}
 	return !equality.Semantic.DeepEqual(have, want)
-}
-
-// humanSize writes a byte count with binary suffixes and one decimal at
-// most, like "1.5Gi" or "512".
-func humanSize(n int64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return strconv.FormatInt(n, 10)
-	}
-	v, i := float64(n)/1024, 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	s := strconv.FormatFloat(v, 'f', 1, 64)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		s = s[:len(s)-2]
-	}
-	return s + units[i:i+1] + "i"
 }

@@ -128,7 +128,7 @@ func fold(s *basinv1.WarmupStatus, gen int64) (done bool) {
 			no++
 		}
 	}
-	s.Size = humanBytes(s.Bytes)
+	s.Size = basinv1.FormatSize(s.Bytes)
 	s.NodesSummary = fmt.Sprintf("%d/%d", complete, len(s.Nodes))
 	switch {
 	case no > 0:
@@ -176,21 +176,6 @@ func fold(s *basinv1.WarmupStatus, gen int64) (done bool) {
 		cond(basinv1.ConditionFits, metav1.ConditionUnknown, "NotReported", "no node reported whether the data fits its cache")
 	}
 	return done
-}
-
-// humanBytes is n for people in the style of quantities: "1.5Gi".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprint(n)
-	}
-	v, i := float64(n), 0
-	for v >= unit && i < 6 {
-		v /= unit
-		i++
-	}
-	s := strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
-	return s + string("KMGTPE"[i-1]) + "i"
 }
 
 // truncate cuts s to n bytes.

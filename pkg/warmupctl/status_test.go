@@ -121,14 +121,6 @@ func TestFold(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 1023: "1023", 1024: "1Ki", 1536: "1.5Ki", 3 << 30: "3Gi", 1<<40 + 1<<39: "1.5Ti"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestSchedule(t *testing.T) {
 	s, err := parseSchedule("0 2 * * *")
 	if err != nil {

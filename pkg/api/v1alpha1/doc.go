@@ -11,7 +11,8 @@
 //     reports progress and whether the data fits in the cache, and removes
 //     what it started.
 //
-// The types carry no behaviour; their CustomResourceDefinitions are
+// The types carry no behaviour (FormatSize only fixes the format of their
+// size fields for people); their CustomResourceDefinitions are
 // generated from them (make generate) into deploy/kubernetes/crds.
 //
 // +kubebuilder:object:generate=true
