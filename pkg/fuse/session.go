@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -50,6 +51,10 @@ type sessionFS struct {
 	ledger     *ioLedger        // nil: none (no session record)
 	unregister func(id int32)   // releases a backing ID; nil: none
 	orphaned   func(ino uint64) // the last inherited open of ino is gone; nil: none
+
+	// holding counts the entries of releasing: while it is 0 (nearly
+	// always) a fresh session's opens skip mu (pinned).
+	holding atomic.Int64
 
 	mu sync.Mutex
 	// guarded by mu: releases of files in another mode than passthrough
@@ -113,6 +118,9 @@ func (s *sessionFS) inherit(opens map[uint64]ioCount) {
 // a release holds passthrough off (holdPassthrough): the file system then
 // does not choose passthrough for it.
 func (s *sessionFS) pinned(ino uint64) bool {
+	if !s.resumed && s.holding.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.releasing[ino] > 0 || (s.resumed && s.pins[ino] != nil)
@@ -129,12 +137,14 @@ func (s *sessionFS) pinned(ino uint64) bool {
 func (s *sessionFS) holdPassthrough(ino uint64) (done func()) {
 	s.mu.Lock()
 	s.releasing[ino]++
+	s.holding.Add(1)
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		if s.releasing[ino]--; s.releasing[ino] <= 0 {
 			delete(s.releasing, ino)
 		}
+		s.holding.Add(-1)
 		s.mu.Unlock()
 	}
 }
