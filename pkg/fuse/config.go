@@ -39,7 +39,19 @@ type Config struct {
 	// DisablePassthrough keeps all reads in user space even when the
 	// kernel supports FUSE passthrough (for comparisons and debugging).
 	DisablePassthrough bool
+	// OpenMode is who opens regular files; "" means OpenServer.
+	// OpenKernel needs ReadOnly (inoderead.go).
+	OpenMode OpenMode
 }
+
+// OpenMode says who opens regular files (internal/mountdefaults).
+type OpenMode = mountdefaults.OpenMode
+
+// The open modes.
+const (
+	OpenServer = mountdefaults.OpenServer
+	OpenKernel = mountdefaults.OpenKernel
+)
 
 // Defaults for Config's zero values: a mount's (internal/mountdefaults is
 // the one place they are written).
@@ -76,6 +88,9 @@ func (c Config) withDefaults() Config {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
 	}
+	if c.OpenMode == "" {
+		c.OpenMode = OpenServer
+	}
 	return c
 }
 
@@ -90,6 +105,12 @@ func (c Config) Validate() error {
 	}
 	if c.OpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("op timeout %v is negative", c.OpTimeout))
+	}
+	switch {
+	case c.OpenMode != "" && !c.OpenMode.Valid():
+		errs = append(errs, fmt.Errorf("open mode %q: want one of %v", c.OpenMode, mountdefaults.OpenModes()))
+	case c.OpenMode == OpenKernel && !c.ReadOnly:
+		errs = append(errs, fmt.Errorf("open mode %q needs a read-only mount", c.OpenMode))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
