@@ -77,8 +77,48 @@ func (r *inodeReaders) read(ctx context.Context, n *fileNode, dest []byte, off i
 		return nil, errno
 	}
 	res, errno := ir.h.Read(ctx, dest, off)
-	r.release(ir, off+int64(len(dest)))
-	return res, errno
+	end := off + int64(len(dest))
+	if errno != 0 || res == nil || res.Size() == 0 {
+		// go-fuse calls Done only for a reply with data.
+		r.release(ir, end)
+		return res, errno
+	}
+	return held(res, func() { r.release(ir, end) }), 0
+}
+
+// heldResult keeps an inode reader until go-fuse has sent the reply: a
+// spliced reply reads the data file's descriptor after the handler has
+// returned, and a reader closed meanwhile (least recently used, forgotten)
+// would leave it a closed or reused descriptor.
+type heldResult struct {
+	gofuse.ReadResult
+	release func()
+}
+
+func (r heldResult) Done() {
+	r.ReadResult.Done()
+	r.release()
+}
+
+// seekable is go-fuse's interface of a result it splices from a file.
+type seekable interface {
+	Seekable() (fd uintptr, off int64, sz int)
+}
+
+// heldFdResult is a heldResult go-fuse can still splice.
+type heldFdResult struct {
+	heldResult
+	fd seekable
+}
+
+func (r heldFdResult) Seekable() (uintptr, int64, int) { return r.fd.Seekable() }
+
+func held(res gofuse.ReadResult, release func()) gofuse.ReadResult {
+	h := heldResult{res, release}
+	if fd, ok := res.(seekable); ok {
+		return heldFdResult{h, fd}
+	}
+	return h
 }
 
 // acquire returns a reader of n's current version for a READ at off: the

@@ -70,6 +70,9 @@ func TestOpenKernelSendsNoOpens(t *testing.T) {
 		if after.FileOpens != 1 {
 			t.Errorf("%d OPEN requests for %d files read 3 times, want 1 (the ENOSYS one)", after.FileOpens, len(files))
 		}
+		if n := m.fsys.counters.readFlushes.Load(); n != 1 {
+			t.Errorf("%d FLUSH requests, want 1 (the ENOSYS one)", n)
+		}
 		if after.PassthroughOpens+after.UserOpens != 0 {
 			t.Errorf("%d passthrough and %d user-space opens, want none", after.PassthroughOpens, after.UserOpens)
 		}
