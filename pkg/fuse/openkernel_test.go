@@ -143,3 +143,68 @@ func TestOpenKernelValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenKernelBoundedReaders reads many files concurrently through a
+// mount whose inode readers are bounded at 2 for the whole mount: readers
+// are closed while others are in use (a spliced reply must still find its
+// descriptor), the content is right, the bound holds, and forgetting the
+// inodes closes every reader.
+func TestOpenKernelBoundedReaders(t *testing.T) {
+	for _, kind := range []cacheKind{realCache, fakeLocal} { // the fake closes the data file with the handle
+		t.Run(string(kind), func(t *testing.T) { testOpenKernelBoundedReaders(t, kind) })
+	}
+}
+
+func testOpenKernelBoundedReaders(t *testing.T, kind cacheKind) {
+	store, _ := newFileStore(t)
+	files := map[string][]byte{}
+	for i := range 40 {
+		files[fmt.Sprintf("f%02d", i)] = randomBytes(64<<10+i*4099, byte(i))
+	}
+	for k, v := range files {
+		put(t, store, k, v)
+	}
+	cfg := Config{ReadOnly: true, OpenMode: OpenKernel, MetadataTTL: -1, NegativeTTL: -1}
+	fsys, err := newFS(cfg, store, newBackend(t, store, mountSpec{cfg: cfg, cache: kind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.inodeReads = newInodeReaders(1, 2)
+	m := mountFS(t, fsys)
+	for pass := range 3 {
+		errs := make(chan error, len(files))
+		for k, want := range files {
+			go func() {
+				got, err := os.ReadFile(path(m, k))
+				if err == nil && !bytes.Equal(got, want) {
+					err = fmt.Errorf("%s: %d bytes differ from the %d written at %d", k, len(got), len(want), commonPrefix(got, want))
+				}
+				errs <- err
+			}()
+		}
+		for range files {
+			if err := <-errs; err != nil {
+				t.Fatalf("pass %d: %v", pass, err)
+			}
+		}
+		if n := fsys.inodeReads.open(); n > 2 {
+			t.Fatalf("pass %d: %d inode readers open, bound 2", pass, n)
+		}
+		for k := range files {
+			dropPages(t, path(m, k))
+		}
+	}
+	if got := fsys.Stats().InodeReaders; got < int64(2*len(files)) {
+		t.Errorf("%d inode readers opened over 3 passes of %d files: the pages were not dropped", got, len(files))
+	}
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fsys.inodeReads.open() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := fsys.inodeReads.open(); n != 0 {
+		t.Errorf("%d inode readers open after the kernel forgot the inodes", n)
+	}
+}
