@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
 // TestTakeoverCompletesInFlightRead kills the FUSE process while a read is
@@ -21,26 +22,7 @@ import (
 // with no error. The mount is never replaced.
 func TestTakeoverCompletesInFlightRead(t *testing.T) {
 	r, rd, want, before := openedOnce(t, func(s *mountspec.Spec) { s.ReadOnly = true })
-	if err := r.srv.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.srv.Signal(syscall.SIGCONT) }()
-	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(700 * time.Millisecond) // the read now waits in the FUSE process for the frozen bucket
-	old := r.pid(t)
-	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.srv.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	ev := r.waitServing(t, old)
-	if ev.Method != "takeover" || ev.Err != "" {
-		t.Fatalf("heal %+v, want a takeover", ev)
-	}
-	expectRead(t, rd, want, "the read in flight at the kill (no resend?)")
+	ev := killDuringRead(t, r, rd, want)
 	sameMount(t, r.staging, before)
 	t.Logf("heal: %s after %v", ev.Method, ev.Pause)
 }
@@ -76,6 +58,21 @@ func TestHungProcessIsReplaced(t *testing.T) {
 // opened after the takeover read right too.
 func TestTakeoverKernelOpens(t *testing.T) {
 	r, rd, want, before := openedOnce(t, func(s *mountspec.Spec) { s.ReadOnly, s.OpenMode = true, mountspec.OpenKernel })
+	killDuringRead(t, r, rd, want)
+	for _, key := range slices.Sorted(maps.Keys(r.files)) {
+		got, err := os.ReadFile(filepath.Join(r.staging, key))
+		if err != nil || !bytes.Equal(got, r.files[key]) {
+			t.Errorf("%s after the takeover: %d bytes, %v", key, len(got), err)
+		}
+	}
+	sameMount(t, r.staging, before)
+}
+
+// killDuringRead freezes the bucket, lets the once-reader read, kills the
+// FUSE process while the read waits in it, and checks that a successor
+// took the connection over and the reader got want.
+func killDuringRead(t *testing.T, r *rig, rd *reader, want string) supervisor.HealEvent {
+	t.Helper()
 	if err := r.srv.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +80,7 @@ func TestTakeoverKernelOpens(t *testing.T) {
 	if _, err := rd.stdin.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // the read now waits in the FUSE process for the frozen bucket
 	old := r.pid(t)
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -96,13 +93,7 @@ func TestTakeoverKernelOpens(t *testing.T) {
 		t.Fatalf("heal %+v, want a takeover", ev)
 	}
 	expectRead(t, rd, want, "the read in flight at the kill (no resend?)")
-	for _, key := range slices.Sorted(maps.Keys(r.files)) {
-		got, err := os.ReadFile(filepath.Join(r.staging, key))
-		if err != nil || !bytes.Equal(got, r.files[key]) {
-			t.Errorf("%s after the takeover: %d bytes, %v", key, len(got), err)
-		}
-	}
-	sameMount(t, r.staging, before)
+	return ev
 }
 
 // expectRead waits up to 30s for a once-reader's result line.
