@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -128,7 +129,7 @@ func (r *inodeReaders) acquire(ctx context.Context, n *fileNode, off int64) (*in
 	want := n.currentInfo()
 	r.mu.Lock()
 	var best, oldest *inodeReader
-	for _, ir := range r.byNode[n] {
+	for _, ir := range slices.Clone(r.byNode[n]) { // dropLocked edits the list
 		if !sameVersion(ir.h.oh.Info(), want) {
 			r.dropLocked(ir)
 			continue
@@ -226,7 +227,7 @@ func (r *inodeReaders) dropLocked(ir *inodeReader) {
 func (r *inodeReaders) forget(n *fileNode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, ir := range append([]*inodeReader(nil), r.byNode[n]...) {
+	for _, ir := range slices.Clone(r.byNode[n]) {
 		r.dropLocked(ir)
 	}
 }
