@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -37,7 +38,7 @@ import (
 
 const (
 	// DefaultPrefetchBudget is the default of Options.PrefetchBudget.
-	DefaultPrefetchBudget = 4 << 30
+	DefaultPrefetchBudget = mountdefaults.PrefetchBudget
 	// DefaultPrefetchWorkers is the default of Options.PrefetchWorkers.
 	DefaultPrefetchWorkers = 64
 	// prefetchMaxObject is the largest object prefetched: one GET, and
