@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -343,26 +342,5 @@ func (c *Cache) prefetchStats(s *Stats) {
 		s.PrefetchBytes = p.bytes.Load()
 		s.PrefetchReadBytes = p.readBytes.Load()
 		s.PrefetchEvictedBytes = p.evictedBytes.Load()
-	}
-}
-
-// waitPrefetchIdle waits until no prefetch runs (tests).
-func (c *Cache) waitPrefetchIdle(ctx context.Context) error {
-	for {
-		p := c.prefetch
-		if p == nil {
-			return nil
-		}
-		p.mu.Lock()
-		idle := p.running == 0
-		p.mu.Unlock()
-		if idle {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
 	}
 }

@@ -64,9 +64,9 @@ func TestReadingADirectoryPrefetchesTheRest(t *testing.T) {
 	tm := prefetchBucket(t, 0)
 	readTrain(t, tm, 7)
 	readTrain(t, tm, 21)
-	s := waitStats(t, tm, "prefetch of train/", func(s cache.Stats) bool { return s.PrefetchObjects >= 28 })
+	waitStats(t, tm, "prefetch of train/", func(s cache.Stats) bool { return s.PrefetchObjects >= 28 })
 	time.Sleep(200 * time.Millisecond) // nothing more comes
-	s = tm.cache.Stats()
+	s := tm.cache.Stats()
 	if s.PrefetchObjects != 28 || s.PrefetchBytes != 28*prefetchFileSize {
 		t.Fatalf("prefetched %d objects, %d bytes; want the 28 other small files of train/ (%d bytes)",
 			s.PrefetchObjects, s.PrefetchBytes, 28*prefetchFileSize)
