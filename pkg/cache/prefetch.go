@@ -81,6 +81,9 @@ type prefetcher struct {
 	unread map[string]unreadObject
 	// INVARIANT: pending == sum of unread sizes + sizes of inflight keys.
 	pending int64
+	// fetching: sizes of the inflight keys, not in Cache.used until
+	// their blocks are written.
+	fetching int64
 }
 
 // prefetchDir is a directory's prefetch state.
@@ -211,6 +214,7 @@ func (c *Cache) prefetchWorker(p *prefetcher) {
 		p.mu.Lock()
 		opened := p.inflight[info.Key]
 		delete(p.inflight, info.Key)
+		p.fetching -= info.Size
 		switch {
 		case !fetched:
 			p.pending -= info.Size
@@ -238,7 +242,7 @@ func (p *prefetcher) next(c *Cache) (objstore.ObjectInfo, bool) {
 		if p.pending+info.Size > p.budget || len(p.unread) >= prefetchMaxUnread {
 			break // stays queued; an open that reads a prefetched object restarts
 		}
-		if !c.prefetchRoom(info.Size) {
+		if !c.prefetchRoom(p.fetching + info.Size) {
 			p.stalled = true
 			break
 		}
@@ -257,13 +261,15 @@ func (p *prefetcher) next(c *Cache) (objstore.ObjectInfo, bool) {
 		}
 		p.inflight[info.Key] = false
 		p.pending += info.Size
+		p.fetching += info.Size
 		return info, true
 	}
 	p.running--
 	return objstore.ObjectInfo{}, false
 }
 
-// prefetchRoom reports whether n more bytes fit below the low watermark
+// prefetchRoom reports whether n more bytes (the object and the
+// prefetches in flight) fit below the low watermark
 // and above the free-space floor: room that no eviction has to make.
 func (c *Cache) prefetchRoom(n int64) bool {
 	if t := c.lowTarget(n); t >= 0 && c.used.Load() > t {
