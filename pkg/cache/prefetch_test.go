@@ -3,8 +3,11 @@ package cache
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
 // prefetchIdle reports whether no prefetch worker runs.
@@ -92,4 +95,48 @@ func TestPrefetchNeedsTwoOpensAndAListing(t *testing.T) {
 	}
 	readObject(t, c, l.Objects[1])
 	waitFor(t, "prefetch of listed/", func() bool { return c.Stats().PrefetchObjects == 8 && prefetchIdle(c) })
+}
+
+// TestForegroundReadsDoNotQueueBehindPrefetches: while every prefetch GET
+// hangs (more of them than MaxParallelFetches), a reader's miss still
+// gets its GET at once: prefetches have fetch slots of their own.
+func TestForegroundReadsDoNotQueueBehindPrefetches(t *testing.T) {
+	opts := testOpts()
+	opts.MaxParallelFetches = 2
+	opts.PrefetchWorkers = 16
+	c, fake, _ := newFixture(t, opts)
+	ctx := context.Background()
+	for i := range 40 {
+		put(t, fake, fmt.Sprintf("d/%02d", i), randBytes(uint64(i), 4*kib))
+	}
+	other := put(t, fake, "other/x", randBytes(99, 4*kib))
+	l, err := c.List(ctx, "d/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	first, second := l.Objects[0].Key, l.Objects[1].Key
+	fake.SetHook(func(ctx context.Context, op objstoretest.Op, key string) error {
+		if op == objstoretest.OpRead && strings.HasPrefix(key, "d/") && key != first && key != second {
+			select { // every prefetch GET hangs
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	readObject(t, c, l.Objects[0])
+	readObject(t, c, l.Objects[1])
+	waitFor(t, "prefetch GETs to hang", func() bool { return fake.Calls(objstoretest.OpRead) >= 2+int64(opts.PrefetchWorkers) })
+	done := make(chan []byte, 1)
+	go func() { done <- readObject(t, c, other) }()
+	select {
+	case b := <-done:
+		if len(b) != 4*kib {
+			t.Fatalf("read %d bytes", len(b))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a foreground read waited behind hanging prefetches")
+	}
 }
