@@ -114,7 +114,7 @@ func newPrefetcher(opts Options) *prefetcher {
 	}
 }
 
-// opened is told of every open of an object by a reader: it counts a
+// prefetchOpened is told of every open of an object by a reader: it counts a
 // prefetched object as read and may start prefetching its directory.
 func (c *Cache) prefetchOpened(info objstore.ObjectInfo) {
 	p := c.prefetch
