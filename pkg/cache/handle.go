@@ -31,7 +31,7 @@ type Handle struct {
 func (c *Cache) OpenObject(ctx context.Context, info objstore.ObjectInfo) (*Handle, error) {
 	h, err := c.openObject(ctx, info)
 	if err == nil {
-		c.prefetchOpened(info)
+		c.prefetchOpened(info, h.o.allPresent())
 	}
 	return h, err
 }

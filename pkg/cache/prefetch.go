@@ -15,9 +15,10 @@ import (
 // directories it reads, in an order of its own, one file per reader
 // thread at a time: behind a link with tens of milliseconds to the first
 // byte, each file then waits a round trip. Once a reader has opened
-// prefetchMinOpens small objects of a directory whose listing the cache
-// holds and trusts (Prime, List), the cache fetches the directory's other
-// small objects in the background, as ordinary cached objects (the same
+// prefetchMinOpens small objects not cached yet of a directory whose
+// listing the cache holds and trusts (Prime, List), the cache fetches the
+// directory's other small objects in the background, as ordinary cached
+// objects (the same
 // GETs conditional on the listed version, CRCs, index records), so that
 // the reader finds them on local disk.
 //
@@ -115,8 +116,11 @@ func newPrefetcher(opts Options) *prefetcher {
 }
 
 // prefetchOpened is told of every open of an object by a reader: it counts a
-// prefetched object as read and may start prefetching its directory.
-func (c *Cache) prefetchOpened(info objstore.ObjectInfo) {
+// prefetched object as read and, for an object not cached yet, may start
+// prefetching its directory. Opens of cached objects do not count: a
+// warm epoch (also after a remount) has nothing to prefetch, and looking
+// would cost a read of the index per listed object.
+func (c *Cache) prefetchOpened(info objstore.ObjectInfo, cached bool) {
 	p := c.prefetch
 	if p == nil {
 		return
@@ -134,7 +138,7 @@ func (c *Cache) prefetchOpened(info objstore.ObjectInfo) {
 	if _, ok := p.inflight[info.Key]; ok {
 		p.inflight[info.Key] = true
 	}
-	if info.Size > prefetchMaxObject {
+	if cached || info.Size > prefetchMaxObject {
 		p.startLocked(c)
 		p.mu.Unlock()
 		return

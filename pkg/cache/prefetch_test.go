@@ -140,3 +140,40 @@ func TestForegroundReadsDoNotQueueBehindPrefetches(t *testing.T) {
 		t.Fatal("a foreground read waited behind hanging prefetches")
 	}
 }
+
+// TestWarmOpensDoNotPrefetch: opens of cached objects, as in a warm epoch
+// after a reopen, do not start prefetching their directory.
+func TestWarmOpensDoNotPrefetch(t *testing.T) {
+	opts := testOpts()
+	opts.PrefetchBudget = -1
+	c, fake, dir := newFixture(t, opts)
+	ctx := context.Background()
+	for i := range 10 {
+		put(t, fake, fmt.Sprintf("d/%d", i), randBytes(uint64(i), 4*kib))
+	}
+	l, err := c.List(ctx, "d/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range l.Objects {
+		readObject(t, c, o)
+	}
+	waitQuiescent(t, c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openTest(t, dir, fake, testOpts()) // prefetch on
+	defer func() { _ = c.Close() }()
+	if _, err := c.List(ctx, "d/"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range l.Objects[:4] {
+		readObject(t, c, o)
+	}
+	c.prefetch.mu.Lock()
+	dirs, queued := len(c.prefetch.dirs), len(c.prefetch.queue)
+	c.prefetch.mu.Unlock()
+	if dirs != 0 || queued != 0 {
+		t.Errorf("warm opens: %d directories considered, %d objects queued for prefetch; want none", dirs, queued)
+	}
+}
