@@ -43,6 +43,7 @@ type Cache struct {
 	statSF          group[string, objstore.ObjectInfo]
 	listSF          group[string, Listing]
 	primeSF         group[string, Listing]
+	prefetch        *prefetcher // nil: directory prefetch is off
 	disk            diskFree
 
 	// used is the bytes the data files allocate (st_blocks), plus
@@ -168,6 +169,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		verified:   make(map[uint64]struct{}),
 		attrs:      make(map[string]pendingAttr),
 		lists:      make(map[string]pendingList),
+		prefetch:   newPrefetcher(opts),
 	}
 	c.disk.path = dir
 	if err := c.openFiles(ctx); err != nil {
@@ -334,7 +336,7 @@ func (c *Cache) Dir() string { return c.dir }
 
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() Stats {
-	return Stats{
+	s := Stats{
 		UsedBytes:      c.used.Load(),
 		Capacity:       c.opts.Capacity,
 		Objects:        c.objectCount.Load(),
@@ -347,6 +349,8 @@ func (c *Cache) Stats() Stats {
 		Evictions:      c.stats.evict.Load(),
 		Passthrough:    c.stats.passthrough.Load(),
 	}
+	c.prefetchStats(&s)
+	return s
 }
 
 func (c *Cache) dataPath(id objID) string { return filepath.Join(c.dir, dataRel(id)) }

@@ -63,6 +63,12 @@
 // blocks written directly keep theirs a while for the reader behind the
 // read-ahead (writeback_kept.go). Close waits for the writes.
 //
+// Directory prefetch (prefetch.go): once a reader opened two small
+// objects not cached yet of a directory with a trusted listing, the
+// directory's other small objects are fetched in the background, on fetch
+// slots of their own, within the room below the low watermark and a
+// budget of bytes fetched and not opened since.
+//
 // # Invariants
 //
 //   - Data before index: a block is recorded present in the index only

@@ -284,6 +284,7 @@ func (c *Cache) removeVictims(vs []victim) int64 {
 	var freed int64
 	if err == nil {
 		for i, v := range vs {
+			c.prefetchEvicted(v.key)
 			if v.inMem != nil {
 				v.inMem.mu.Lock()
 				v.inMem.state = stateRemoved

@@ -26,8 +26,18 @@ type Handle struct {
 
 // OpenObject pins one object version for reading: it is not evicted until
 // the handle is closed. A version other than the cached one invalidates the
-// cached data.
+// cached data. An open may start prefetching the object's directory
+// (prefetch.go).
 func (c *Cache) OpenObject(ctx context.Context, info objstore.ObjectInfo) (*Handle, error) {
+	h, err := c.openObject(ctx, info)
+	if err == nil {
+		c.prefetchOpened(info, h.o.allPresent())
+	}
+	return h, err
+}
+
+// openObject is OpenObject without telling the prefetcher.
+func (c *Cache) openObject(ctx context.Context, info objstore.ObjectInfo) (*Handle, error) {
 	if info.Key == "" || info.Size < 0 {
 		return nil, fmt.Errorf("%w: object %q of size %d", ErrInvalidArgument, info.Key, info.Size)
 	}

@@ -92,6 +92,9 @@ type object struct {
 	direct atomic.Pointer[os.File]
 	// atime is the last access in unix ns.
 	atime atomic.Int64
+	// prefetching: a prefetch fetches it; its GETs take the prefetch
+	// slots (prefetch.go).
+	prefetching atomic.Bool
 
 	mu sync.Mutex
 	// guarded by mu

@@ -40,6 +40,13 @@ type Options struct {
 	PartSize int64
 	// MaxParallelFetches bounds concurrent GETs of this cache (default 8).
 	MaxParallelFetches int
+	// PrefetchBudget bounds the bytes directory prefetch (prefetch.go)
+	// fetched and nobody opened since (default 4 GiB); < 0 turns
+	// directory prefetch off.
+	PrefetchBudget int64
+	// PrefetchWorkers is how many objects directory prefetch fetches at
+	// once, beside MaxParallelFetches (default 64).
+	PrefetchWorkers int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -82,6 +89,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxParallelFetches == 0 {
 		o.MaxParallelFetches = DefaultMaxParallelFetches
 	}
+	if o.PrefetchBudget == 0 {
+		o.PrefetchBudget = DefaultPrefetchBudget
+	}
+	if o.PrefetchWorkers == 0 {
+		o.PrefetchWorkers = DefaultPrefetchWorkers
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -105,6 +118,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: PartSize %d is below 64 KiB", ErrInvalidOptions, o.PartSize)
 	case o.MaxParallelFetches < 1:
 		return fmt.Errorf("%w: MaxParallelFetches must be positive", ErrInvalidOptions)
+	case o.PrefetchWorkers < 1:
+		return fmt.Errorf("%w: PrefetchWorkers must be positive", ErrInvalidOptions)
 	}
 	return nil
 }
