@@ -21,10 +21,12 @@ import (
 //     oldest ones whose state is persisted leave memory (trimIdleLocked)
 //     and the next open loads them from the index.
 //   - Cache.idleFiles holds the idle objects that still have their data
-//     file open, at most tuning.maxIdleFiles of them; beyond that the
-//     oldest ones close it (closeIdleFilesLocked) and the next open opens
-//     it again (reopenLocked): one open(2) instead of an index read, an
-//     open and an fstat. Keeping every idle object's descriptor ran the
+//     file open, at most tuning.maxIdleFiles of them once the flusher has
+//     synced what was written (an object with unsynced data keeps its
+//     descriptor until then); beyond that the oldest ones close it
+//     (closeIdleFilesLocked) and the next open opens it again
+//     (reopenLocked): one open(2) instead of an index read, an open and
+//     an fstat. Keeping every idle object's descriptor ran the
 //     mount out of descriptors (EMFILE) in a warm pass over 20,000 files.
 //
 // The records stay honest because an object in memory is its key's
