@@ -68,7 +68,8 @@ type Cache struct {
 	mu sync.Mutex
 	// guarded by mu
 	objs      map[string]*object // current version of each key in memory
-	idle      *list.List         // unpinned objects in objs, most recent first
+	idle      *list.List         // unpinned objects in objs, most recent first (idle.go)
+	idleFiles *list.List         // those of idle with their data file open, most recent first
 	dirtyObjs map[*object]struct{}
 	staleKeys map[string]struct{}  // records to delete at the next flush
 	detached  map[*object]struct{} // detached objects still pinned
@@ -146,6 +147,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 	if err != nil {
 		return nil, err
 	}
+	tune.maxIdleFiles = maxIdleFilesFor(tune.maxIdleFiles, noFileLimit())
 	c := &Cache{
 		dir:        dir,
 		stagingDir: filepath.Join(dir, stagingDirName),
@@ -161,6 +163,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		inodeKick:  make(chan struct{}, 1),
 		objs:       make(map[string]*object),
 		idle:       list.New(),
+		idleFiles:  list.New(),
 		dirtyObjs:  make(map[*object]struct{}),
 		staleKeys:  make(map[string]struct{}),
 		detached:   make(map[*object]struct{}),

@@ -247,10 +247,7 @@ func (c *Cache) pickVictims(after []byte, want int64) ([]victim, []byte) {
 			}
 			delete(c.objs, cd.key)
 			delete(c.dirtyObjs, o)
-			if o.idle != nil {
-				c.idle.Remove(o.idle)
-				o.idle = nil
-			}
+			c.leaveIdleLocked(o)
 		}
 		v := victim{key: cd.key, ch: make(chan struct{}), inMem: o}
 		c.evicting[cd.key] = v.ch

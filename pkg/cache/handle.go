@@ -48,6 +48,9 @@ func (c *Cache) openObject(ctx context.Context, info objstore.ObjectInfo) (*Hand
 	}
 	old := c.objs[info.Key]
 	if old != nil && sameVersion(old.info, info) {
+		if err := c.reopenLocked(old); err != nil {
+			return nil, err
+		}
 		c.pinLocked(old)
 		c.touch(old)
 		return &Handle{c: c, o: old}, nil
@@ -226,10 +229,7 @@ func (c *Cache) pinLocked(o *object) {
 	o.mu.Lock()
 	o.pins++
 	o.mu.Unlock()
-	if o.idle != nil {
-		c.idle.Remove(o.idle)
-		o.idle = nil
-	}
+	c.leaveIdleLocked(o)
 }
 
 // unpin drops one pin; an unpinned current object becomes idle, an
@@ -247,10 +247,7 @@ func (c *Cache) unpin(o *object) {
 		o.closeDirect()
 		switch {
 		case state == stateCurrent && c.objs[o.info.Key] == o && !c.closed:
-			o.idle = c.idle.PushFront(o)
-			if c.idle.Len() > c.tune.maxIdle && !c.trimIdleLocked(int64(c.tune.atimeGrain), unpinTrimScan) {
-				kick(c.flushKick) // the oldest idle objects wait for a flush
-			}
+			c.idleLocked(o)
 		case state == stateDetached:
 			delete(c.detached, o)
 			c.removeFilesLocked(o)
@@ -264,10 +261,7 @@ func (c *Cache) unpin(o *object) {
 func (c *Cache) detachLocked(o *object) {
 	delete(c.objs, o.info.Key)
 	delete(c.dirtyObjs, o)
-	if o.idle != nil {
-		c.idle.Remove(o.idle)
-		o.idle = nil
-	}
+	c.leaveIdleLocked(o)
 	o.mu.Lock()
 	o.state = stateDetached
 	pins := o.pins

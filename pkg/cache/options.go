@@ -140,9 +140,10 @@ func fresh(now, t time.Time, ttl time.Duration) bool {
 type tuning struct {
 	// flushInterval is how often dirty index state is persisted.
 	flushInterval time.Duration
-	// maxIdle is how many unpinned objects keep their state and open data
-	// file in memory.
-	maxIdle int
+	// maxIdle is how many unpinned objects keep their state in memory,
+	// and maxIdleFiles how many of those keep their data file open
+	// (idle.go).
+	maxIdle, maxIdleFiles int
 	// maxVerified bounds Cache.verified (about 20 bytes an entry); when
 	// it is full it starts over, and the objects it forgot are verified
 	// again at their next open.
@@ -166,7 +167,8 @@ type tuning struct {
 func defaultTuning() tuning {
 	return tuning{
 		flushInterval:  500 * time.Millisecond,
-		maxIdle:        4096,
+		maxIdle:        idleMemory / idleObjectBytes,
+		maxIdleFiles:   defaultMaxIdleFiles,
 		maxVerified:    1 << 20,
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,
