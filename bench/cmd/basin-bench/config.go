@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		writeFiles, randReads, torchWorkers int
 		smallSize, ckptSize, writeSize      int64
 		python, torchScript                 string
+		scenarios                           []int
 	)
 	fs.BoolVar(&quick, "quick", false, "reduced data sets and deadlines (make bench-quick)")
 	fs.StringVar(&systems, "systems", strings.Join(allSystems(), ","), "systems to run, in column order")
@@ -120,6 +122,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&writeFiles, "write-files", 0, "override: shards written by the write scenario")
 	fs.Int64Var(&writeSize, "write-size", 0, "override: size of each written shard, bytes")
 	fs.IntVar(&randReads, "rand-reads", 0, "override: number of random reads")
+	fs.Func("scenarios", "play only these scenarios, by number (e.g. 5 or 1,5); default all", func(v string) error {
+		for f := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("scenario %q: want a number", f)
+			}
+			scenarios = append(scenarios, n)
+		}
+		return nil
+	})
 	fs.StringVar(&python, "python", "/usr/bin/python3", "interpreter with torch (Debian python3-torch)")
 	fs.StringVar(&torchScript, "torch-script", "bench/torch_epoch.py", "the DataLoader epoch script")
 	fs.IntVar(&torchWorkers, "torch-workers", 4, "DataLoader workers")
@@ -149,6 +161,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	override(&c.run.RandReads, randReads)
 	override(&c.run.PhaseTimeout, phaseTimeout)
 	c.run.Torch = scenario.TorchConfig{Python: python, Script: torchScript, Workers: torchWorkers, Batch: 64}
+	c.run.Scenarios = scenarios
 
 	c.proxy = *proxy
 	for _, name := range strings.Split(systems, ",") {

@@ -82,7 +82,20 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 			logf("GCS side unavailable: %v", e.gcs.err)
 		}
 	}
-	sets := []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Images}
+	var sets []dataset.Set // the data sets the selected scenarios read
+	for _, u := range []struct {
+		set       dataset.Set
+		scenarios []int
+	}{
+		{cfg.run.Sets.Small, []int{1, 6}},
+		{cfg.run.Sets.Checkpoint, []int{2, 3}},
+		{cfg.run.Sets.Tree, []int{4}},
+		{cfg.run.Sets.Images, []int{8}},
+	} {
+		if len(cfg.run.Scenarios) == 0 || slices.ContainsFunc(u.scenarios, func(n int) bool { return slices.Contains(cfg.run.Scenarios, n) }) {
+			sets = append(sets, u.set)
+		}
+	}
 	sinks := []dataset.Sink{dataset.DirSink{Root: e.localRoot}}
 	for _, sd := range []*side{&e.s3, &e.gcs} {
 		if sd.store != nil && sd.err == nil {
