@@ -15,8 +15,14 @@ import (
 // environment variables. bin is the csi-driver binary; extra flags come
 // after the defaults, so they override them.
 func NewBasin(env Env, bin string, extra ...string) System {
+	return NewBasinNamed(env, "basin", bin, extra...)
+}
+
+// NewBasinNamed is NewBasin under another column name, for an A/B of two
+// binaries in one run.
+func NewBasinNamed(env Env, name, bin string, extra ...string) System {
 	return newFuseSystem(env, recipe{
-		name:        "basin",
+		name:        name,
 		backend:     BackendS3,
 		bin:         bin,
 		installHint: "go build -o " + bin + " ./cmd/csi-driver",

@@ -30,6 +30,7 @@ type config struct {
 	minioBin   string
 	gcsBin     string
 	basinBin   string
+	basinBBin  string
 	outDir     string
 	command    string
 	uploadJobs int
@@ -106,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.minioBin, "minio", "minio", "MinIO binary (name or path)")
 	fs.StringVar(&c.gcsBin, "fake-gcs", "fake-gcs-server", "fake-gcs-server binary (name or path)")
 	fs.StringVar(&c.basinBin, "basin", "", "csi-driver binary (default <work>/bin/csi-driver)")
+	fs.StringVar(&c.basinBBin, "basin-b", "", "a second csi-driver binary, the column basin-b (an A/B of two builds; add basin-b to -systems)")
 	fs.StringVar(&c.outDir, "out", "bench/results", "directory of the report files")
 	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
 	fs.IntVar(&c.uploadJobs, "upload-jobs", 16, "parallel uploads while generating data sets")
@@ -166,7 +168,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c.proxy = *proxy
 	for _, name := range strings.Split(systems, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(allSystems(), name) {
+		if name == "basin-b" && c.basinBBin == "" {
+			return c, fmt.Errorf("system basin-b needs -basin-b")
+		}
+		if !slices.Contains(allSystems(), name) && name != "basin-b" {
 			return c, fmt.Errorf("unknown system %q (known: %s)", name, strings.Join(allSystems(), ", "))
 		}
 		c.systems = append(c.systems, name)
