@@ -31,6 +31,7 @@ type config struct {
 	gcsBin     string
 	basinBin   string
 	basinBBin  string
+	minioDir   string
 	outDir     string
 	command    string
 	uploadJobs int
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.minioBin, "minio", "minio", "MinIO binary (name or path)")
 	fs.StringVar(&c.gcsBin, "fake-gcs", "fake-gcs-server", "fake-gcs-server binary (name or path)")
 	fs.StringVar(&c.basinBin, "basin", "", "csi-driver binary (default <work>/bin/csi-driver)")
+	fs.StringVar(&c.minioDir, "minio-dir", "", "MinIO's data directory (default <work>/minio); a tmpfs keeps the bucket's writes off the disk the cache writes to, as a remote bucket does")
 	fs.StringVar(&c.basinBBin, "basin-b", "", "a second csi-driver binary, the column basin-b (an A/B of two builds; add basin-b to -systems)")
 	fs.StringVar(&c.outDir, "out", "bench/results", "directory of the report files")
 	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
@@ -175,6 +177,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return c, fmt.Errorf("unknown system %q (known: %s)", name, strings.Join(allSystems(), ", "))
 		}
 		c.systems = append(c.systems, name)
+	}
+	if c.minioDir == "" {
+		c.minioDir = filepath.Join(c.workDir, "minio")
 	}
 	if c.basinBin == "" {
 		c.basinBin = filepath.Join(c.workDir, "bin", "csi-driver")

@@ -133,7 +133,7 @@ func startS3(ctx context.Context, cfg config) side {
 		sd.err = fmt.Errorf("minio not found (install: GOBIN=~/.cache/basin-tools/bin go install github.com/minio/minio@latest)")
 		return sd
 	}
-	if sd.server, sd.err = servers.StartMinIO(ctx, bin, filepath.Join(cfg.workDir, "minio")); sd.err != nil {
+	if sd.server, sd.err = servers.StartMinIO(ctx, bin, cfg.minioDir); sd.err != nil {
 		return sd
 	}
 	pc := cfg.proxy
