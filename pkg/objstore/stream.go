@@ -22,6 +22,18 @@ type StreamOptions struct {
 	ContentType string
 }
 
+// Or returns the options' part size and concurrency, each replaced by
+// the given default when zero.
+func (o StreamOptions) Or(partSize int64, concurrency int) (int64, int) {
+	if o.PartSize <= 0 {
+		o.PartSize = partSize
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = concurrency
+	}
+	return o.PartSize, o.Concurrency
+}
+
 // Stream is an upload in progress whose content is read from a source
 // while the source is still being written (Store.StartStream). Nothing is
 // visible under the key, and the previous object stays, until Complete

@@ -15,13 +15,7 @@ func (s *Store) StartStream(ctx context.Context, key string, src io.ReaderAt, op
 	if err != nil {
 		return nil, err
 	}
-	partSize, conc := opts.PartSize, opts.Concurrency
-	if partSize <= 0 {
-		partSize = objstore.DefaultPartSize
-	}
-	if conc <= 0 {
-		conc = objstore.DefaultUploadConcurrency
-	}
+	partSize, conc := opts.Or(objstore.DefaultPartSize, objstore.DefaultUploadConcurrency)
 	return objstore.NewPartStream(ctx, src, fileSink{t}, partSize, conc), nil
 }
 

@@ -20,16 +20,9 @@ func (s *Store) StartStream(ctx context.Context, key string, src io.ReaderAt, op
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	partSize := opts.PartSize
-	if partSize <= 0 {
-		partSize = s.cfg.PartSize
-	}
+	partSize, _ := opts.Or(s.cfg.PartSize, 1)
 	wctx, cancel := context.WithCancel(ctx)
-	lim := &attemptLimiter{max: s.cfg.MaxAttempts}
-	w := s.bucket.Object(key).Retryer(storage.WithErrorFunc(lim.shouldRetry)).NewWriter(wctx)
-	w.ChunkSize = chunkSize(partSize, -1)
-	w.ProgressFunc = lim.progress
-	w.ContentType = opts.ContentType
+	w := s.newWriter(wctx, key, chunkSize(partSize, -1), opts.ContentType)
 	sink := &gcsSink{key: key, w: w, cancel: cancel}
 	return objstore.NewPartStream(ctx, src, sink, partSize, 1), nil
 }

@@ -16,13 +16,7 @@ func (f *Fake) StartStream(ctx context.Context, key string, src io.ReaderAt, opt
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	partSize, conc := opts.PartSize, opts.Concurrency
-	if partSize <= 0 {
-		partSize = objstore.DefaultPartSize
-	}
-	if conc <= 0 {
-		conc = objstore.DefaultUploadConcurrency
-	}
+	partSize, conc := opts.Or(objstore.DefaultPartSize, objstore.DefaultUploadConcurrency)
 	return objstore.NewPartStream(ctx, src, &fakeSink{f: f, key: key, parts: map[int][]byte{}}, partSize, conc), nil
 }
 

@@ -26,13 +26,7 @@ func (s *Store) StartStream(ctx context.Context, key string, src io.ReaderAt, op
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	partSize, conc := opts.PartSize, opts.Concurrency
-	if partSize <= 0 {
-		partSize = s.c.cfg.PartSize
-	}
-	if conc <= 0 {
-		conc = s.c.cfg.UploadConcurrency
-	}
+	partSize, conc := opts.Or(s.c.cfg.PartSize, s.c.cfg.UploadConcurrency)
 	sink := &s3Sink{s: s, key: key, contentType: opts.ContentType}
 	if s.c.checksum != aws.RequestChecksumCalculationWhenRequired {
 		// As the SDK's uploader does: parts carry a CRC32 that
