@@ -28,9 +28,14 @@ const (
 	// window of 64 MiB and 0.91–0.92 with 128 or 256 MiB
 	// (bench/cmd/coldread).
 	ReadAhead = 2 * MaxParallelFetches * FetchPartSize
-	OpTimeout = 60 * time.Second
-	FileMode  = os.FileMode(0o644)
-	DirMode   = os.FileMode(0o755)
+	// PrefetchBudget bounds the bytes directory prefetch fetched that no
+	// reader opened since: at least a random-order epoch's share of a
+	// data set of small files, so that the reader finds most of what it
+	// opens prefetched (docs/architecture.md, "Directory prefetch").
+	PrefetchBudget = 4 << 30
+	OpTimeout      = 60 * time.Second
+	FileMode       = os.FileMode(0o644)
+	DirMode        = os.FileMode(0o755)
 )
 
 // Limits of a mount's settings.

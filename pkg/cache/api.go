@@ -34,4 +34,9 @@ type Stats struct {
 	Hits, Misses, HitBytes, MissBytes      int64
 	BucketRequests, BucketBytes, Evictions int64
 	Passthrough                            int64
+	// Directory prefetch (prefetch.go): objects and bytes prefetched,
+	// prefetched bytes opened later, and prefetched bytes evicted before
+	// they were opened.
+	PrefetchObjects, PrefetchBytes          int64
+	PrefetchReadBytes, PrefetchEvictedBytes int64
 }

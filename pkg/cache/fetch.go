@@ -204,8 +204,9 @@ func (c *Cache) verifyBlock(o *object, b int, buf []byte) bool {
 
 // read opens a ranged GET of o's version, counted and bounded by sem.
 func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
+	sem := c.prefetchSem(o)
 	select {
-	case c.sem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-c.ctx.Done():
 		return nil, ErrClosed
 	}
@@ -216,7 +217,7 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		err = fmt.Errorf("cache: %q is now version %s: %w", o.info.Key, info.Version, objstore.ErrPreconditionFailed)
 	}
 	if err != nil {
-		<-c.sem
+		<-sem
 		if errors.Is(err, objstore.ErrPreconditionFailed) {
 			c.versionMoved(o)
 		}
@@ -225,7 +226,7 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("cache: fetch %q: %w", o.info.Key, err)
 	}
-	return &semBody{ReadCloser: rc, sem: c.sem, bytes: &c.stats.bucketBytes}, nil
+	return &semBody{ReadCloser: rc, sem: sem, bytes: &c.stats.bucketBytes}, nil
 }
 
 // semBody releases the fetch slot when closed and counts bytes.

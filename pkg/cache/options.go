@@ -40,6 +40,13 @@ type Options struct {
 	PartSize int64
 	// MaxParallelFetches bounds concurrent GETs of this cache (default 8).
 	MaxParallelFetches int
+	// PrefetchBudget bounds the bytes directory prefetch (prefetch.go)
+	// fetched and nobody opened since (default 4 GiB); < 0 turns
+	// directory prefetch off.
+	PrefetchBudget int64
+	// PrefetchWorkers is how many objects directory prefetch fetches at
+	// once, beside MaxParallelFetches (default 64).
+	PrefetchWorkers int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -82,6 +89,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxParallelFetches == 0 {
 		o.MaxParallelFetches = DefaultMaxParallelFetches
 	}
+	if o.PrefetchBudget == 0 {
+		o.PrefetchBudget = DefaultPrefetchBudget
+	}
+	if o.PrefetchWorkers == 0 {
+		o.PrefetchWorkers = DefaultPrefetchWorkers
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -105,6 +118,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: PartSize %d is below 64 KiB", ErrInvalidOptions, o.PartSize)
 	case o.MaxParallelFetches < 1:
 		return fmt.Errorf("%w: MaxParallelFetches must be positive", ErrInvalidOptions)
+	case o.PrefetchWorkers < 1:
+		return fmt.Errorf("%w: PrefetchWorkers must be positive", ErrInvalidOptions)
 	}
 	return nil
 }
@@ -125,9 +140,10 @@ func fresh(now, t time.Time, ttl time.Duration) bool {
 type tuning struct {
 	// flushInterval is how often dirty index state is persisted.
 	flushInterval time.Duration
-	// maxIdle is how many unpinned objects keep their state and open data
-	// file in memory.
-	maxIdle int
+	// maxIdle is how many unpinned objects keep their state in memory,
+	// and maxIdleFiles how many of those keep their data file open
+	// (idle.go).
+	maxIdle, maxIdleFiles int
 	// maxVerified bounds Cache.verified (about 20 bytes an entry); when
 	// it is full it starts over, and the objects it forgot are verified
 	// again at their next open.
@@ -151,7 +167,8 @@ type tuning struct {
 func defaultTuning() tuning {
 	return tuning{
 		flushInterval:  500 * time.Millisecond,
-		maxIdle:        4096,
+		maxIdle:        idleMemory / idleObjectBytes,
+		maxIdleFiles:   defaultMaxIdleFiles,
 		maxVerified:    1 << 20,
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,

@@ -12,6 +12,10 @@
 //	basin_cache_evictions_total                               objects evicted
 //	basin_cache_used_bytes, basin_cache_capacity_bytes, basin_cache_objects
 //	basin_cache_pinned_objects                                held by open handles or fetches
+//	basin_cache_prefetch_objects_total, basin_cache_prefetch_bytes_total
+//	                                                          directory prefetch (pkg/cache prefetch.go)
+//	basin_cache_prefetch_read_bytes_total                     prefetched bytes opened later
+//	basin_cache_prefetch_evicted_bytes_total                  prefetched bytes evicted unread
 //	basin_fuse_passthrough_opens_total, basin_fuse_user_opens_total
 //	basin_fuse_read_bytes_total                               bytes returned by user-space READs
 //	basin_fuse_uploads_total, basin_fuse_upload_bytes_total

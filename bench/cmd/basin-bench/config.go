@@ -21,6 +21,11 @@ import (
 // allSystems lists the systems in report column order, the ceiling last.
 func allSystems() []string { return []string{"basin", "rclone", "s3fs", "gcsfuse", "local"} }
 
+// extraSystems are systems -systems accepts that the default leaves out:
+// basin-noprefetch, Basin with directory prefetch off, and basin-b, the
+// -basin-b binary.
+func extraSystems() []string { return []string{"basin-noprefetch", "basin-b"} }
+
 // config is the command's typed configuration.
 type config struct {
 	mode       string // "full" or "quick"
@@ -173,8 +178,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if name == "basin-b" && c.basinBBin == "" {
 			return c, fmt.Errorf("system basin-b needs -basin-b")
 		}
-		if !slices.Contains(allSystems(), name) && name != "basin-b" {
-			return c, fmt.Errorf("unknown system %q (known: %s)", name, strings.Join(allSystems(), ", "))
+		if known := append(allSystems(), extraSystems()...); !slices.Contains(known, name) {
+			return c, fmt.Errorf("unknown system %q (known: %s)", name, strings.Join(known, ", "))
 		}
 		c.systems = append(c.systems, name)
 	}
