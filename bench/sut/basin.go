@@ -25,6 +25,12 @@ func NewBasinNoPrefetch(env Env, bin string) System {
 	return newBasin("basin-noprefetch", env, bin, "--prefetch=false")
 }
 
+// NewBasinNamed is NewBasin under another column name, for an A/B of two
+// binaries in one run (basin-bench -basin-b).
+func NewBasinNamed(env Env, name, bin string, extra ...string) System {
+	return newBasin(name, env, bin, extra...)
+}
+
 func newBasin(name string, env Env, bin string, extra ...string) System {
 	return newFuseSystem(env, recipe{
 		name:        name,

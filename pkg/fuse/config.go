@@ -39,6 +39,13 @@ type Config struct {
 	// DisablePassthrough keeps all reads in user space even when the
 	// kernel supports FUSE passthrough (for comparisons and debugging).
 	DisablePassthrough bool
+	// StreamPartSize and StreamParts shape the upload of a file written
+	// sequentially while it is written (upstream.go): the part size and
+	// the parts in flight. Zero means DefaultStreamPartSize and
+	// DefaultStreamParts; StreamParts < 0 turns streaming off (every file
+	// is uploaded at close).
+	StreamPartSize int64
+	StreamParts    int
 }
 
 // Defaults for Config's zero values: a mount's (internal/mountdefaults is
@@ -55,6 +62,11 @@ const (
 	// prefetchStep is how much of the window must be free before it is
 	// topped up: one ranged GET.
 	prefetchStep = cache.DefaultPartSize
+	// DefaultStreamPartSize and DefaultStreamParts: see Config and
+	// docs/architecture.md "Writes that upload while they are written"
+	// for the measurements behind them.
+	DefaultStreamPartSize int64 = 8 << 20
+	DefaultStreamParts          = 16
 	// foreverTimeout stands in for "forever" in kernel timeouts.
 	foreverTimeout = 365 * 24 * time.Hour
 )
@@ -76,6 +88,12 @@ func (c Config) withDefaults() Config {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
 	}
+	if c.StreamPartSize == 0 {
+		c.StreamPartSize = DefaultStreamPartSize
+	}
+	if c.StreamParts == 0 {
+		c.StreamParts = DefaultStreamParts
+	}
 	return c
 }
 
@@ -90,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.OpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("op timeout %v is negative", c.OpTimeout))
+	}
+	if c.StreamPartSize < 0 {
+		errs = append(errs, fmt.Errorf("stream part size %d is negative", c.StreamPartSize))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))

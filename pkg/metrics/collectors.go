@@ -60,6 +60,9 @@ var (
 	descReadBytes       = desc("basin_fuse_read_bytes_total", "Bytes returned by user-space READ requests.")
 	descUploads         = desc("basin_fuse_uploads_total", "Files written to the bucket (on close or fsync).")
 	descUploadSize      = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
+	descStreams         = desc("basin_fuse_streamed_uploads_total", "Files whose upload started while they were written (a large file written sequentially).")
+	descStreamed        = desc("basin_fuse_streamed_bytes_total", "Bytes of files uploaded while they were written, before their close or fsync.")
+	descFallbacks       = prometheus.NewDesc("basin_fuse_stream_fallbacks_total", "Uploads started while a file was written and given up (the file is uploaded whole at close), by reason: rewrite, truncate, unlink, rename, error.", []string{"reason"}, nil)
 )
 
 // sourceCollector turns the Stats snapshots of a cache and a file system
@@ -110,5 +113,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descReadBytes, s.UserReadBytes)
 		counter(descUploads, s.Uploads)
 		counter(descUploadSize, s.UploadBytes)
+		counter(descStreams, s.StreamedUploads)
+		counter(descStreamed, s.StreamedBytes)
+		for reason, n := range s.StreamFallbacks {
+			ch <- prometheus.MustNewConstMetric(descFallbacks, prometheus.CounterValue, float64(n), reason)
+		}
 	}
 }

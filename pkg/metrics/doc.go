@@ -19,6 +19,8 @@
 //	basin_fuse_passthrough_opens_total, basin_fuse_user_opens_total
 //	basin_fuse_read_bytes_total                               bytes returned by user-space READs
 //	basin_fuse_uploads_total, basin_fuse_upload_bytes_total
+//	basin_fuse_streamed_uploads_total, basin_fuse_streamed_bytes_total   uploads started while written
+//	basin_fuse_stream_fallbacks_total{reason}                 rewrite|truncate|unlink|rename|error
 //	basin_bucket_requests_total{op}                           stat|get|list|put|delete|copy|delete_prefix
 //	basin_bucket_request_errors_total{op,reason}
 //	basin_bucket_bytes_total{op}                              bytes read (get) and written (put)
