@@ -34,4 +34,7 @@ type Stats struct {
 	Hits, Misses, HitBytes, MissBytes      int64
 	BucketRequests, BucketBytes, Evictions int64
 	Passthrough                            int64
+	// FetchLimit is how many GETs the fetch tuner lets run at once now,
+	// FetchesPeak the most that ran at once so far.
+	FetchLimit, FetchesPeak int64
 }

@@ -202,11 +202,10 @@ func (c *Cache) verifyBlock(o *object, b int, buf []byte) bool {
 	return false
 }
 
-// read opens a ranged GET of o's version, counted and bounded by sem.
+// read opens a ranged GET of o's version, counted and bounded by the
+// fetch slots.
 func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
-	select {
-	case c.sem <- struct{}{}:
-	case <-c.ctx.Done():
+	if err := c.fetches.acquire(c.ctx, o); err != nil {
 		return nil, ErrClosed
 	}
 	c.stats.bucketRequests.Add(1)
@@ -216,7 +215,7 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		err = fmt.Errorf("cache: %q is now version %s: %w", o.info.Key, info.Version, objstore.ErrPreconditionFailed)
 	}
 	if err != nil {
-		<-c.sem
+		c.fetches.release(o)
 		if errors.Is(err, objstore.ErrPreconditionFailed) {
 			c.versionMoved(o)
 		}
@@ -225,26 +224,28 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("cache: fetch %q: %w", o.info.Key, err)
 	}
-	return &semBody{ReadCloser: rc, sem: c.sem, bytes: &c.stats.bucketBytes}, nil
+	return &slotBody{ReadCloser: rc, slots: c.fetches, o: o, bytes: &c.stats.bucketBytes}, nil
 }
 
-// semBody releases the fetch slot when closed and counts bytes.
-type semBody struct {
+// slotBody releases the fetch slot when closed and counts bytes.
+type slotBody struct {
 	io.ReadCloser
-	sem   chan struct{}
+	slots *fetchSlots
+	o     *object
 	bytes interface{ Add(int64) int64 }
 	once  sync.Once
 }
 
-func (b *semBody) Read(p []byte) (int, error) {
+func (b *slotBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.bytes.Add(int64(n))
+	b.slots.addReceived(n)
 	return n, err
 }
 
-func (b *semBody) Close() error {
+func (b *slotBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(func() { <-b.sem })
+	b.once.Do(func() { b.slots.release(b.o) })
 	return err
 }
 
