@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // fetchSlots bounds the ranged GETs of a cache in flight. The bound
@@ -201,6 +203,7 @@ func (s *fetchSlots) sampleLocked(now time.Time) {
 	rate := float64(s.received.Swap(0)) / elapsed.Seconds()
 	s.sampleFrom, s.waited = now, 0
 	if limit := s.tune.observe(now, rate, waited >= elapsed/2); limit != s.limit {
+		klog.V(2).InfoS("Fetch limit changed", "from", s.limit, "to", limit, "MBps", int(rate/1e6), "waited", waited.Round(time.Millisecond), "sample", elapsed.Round(time.Millisecond))
 		s.limit = limit
 		s.cur.Store(int64(limit))
 		s.dispatchLocked()
