@@ -152,7 +152,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		tune:       tune,
 		store:      store,
 		lock:       lock,
-		fetches:    newFetchSlots(tune.initialFetches, maxFetches(opts), tune.fetchSample, time.Now),
+		fetches:    newFetchSlots(opts.VolumeID, tune.initialFetches, maxFetches(opts), tune.fetchSample, time.Now),
 		verifySem:  make(chan struct{}, tune.verifyParallel),
 		stop:       make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),

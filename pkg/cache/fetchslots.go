@@ -22,6 +22,7 @@ import (
 // that waits.
 type fetchSlots struct {
 	// constant
+	volume string // for logs
 	clock  func() time.Time
 	period time.Duration // sample period
 
@@ -56,8 +57,8 @@ type slotWaiter struct {
 }
 
 // newFetchSlots starts with start slots and never allows more than hi.
-func newFetchSlots(start, hi int, period time.Duration, clock func() time.Time) *fetchSlots {
-	s := &fetchSlots{clock: clock, period: period, tune: newTuner(start, hi), owners: make(map[*object]*slotOwner)}
+func newFetchSlots(volume string, start, hi int, period time.Duration, clock func() time.Time) *fetchSlots {
+	s := &fetchSlots{volume: volume, clock: clock, period: period, tune: newTuner(start, hi), owners: make(map[*object]*slotOwner)}
 	s.limit = s.tune.limit
 	s.cur.Store(int64(s.limit))
 	s.sampleFrom = clock()
@@ -203,7 +204,7 @@ func (s *fetchSlots) sampleLocked(now time.Time) {
 	rate := float64(s.received.Swap(0)) / elapsed.Seconds()
 	s.sampleFrom, s.waited = now, 0
 	if limit := s.tune.observe(now, rate, waited >= elapsed/2); limit != s.limit {
-		klog.V(2).InfoS("Fetch limit changed", "from", s.limit, "to", limit, "MBps", int(rate/1e6), "waited", waited.Round(time.Millisecond), "sample", elapsed.Round(time.Millisecond))
+		klog.V(2).InfoS("Fetch limit changed", "volume", s.volume, "from", s.limit, "to", limit, "MBps", int(rate/1e6), "waited", waited.Round(time.Millisecond), "sample", elapsed.Round(time.Millisecond))
 		s.limit = limit
 		s.cur.Store(int64(limit))
 		s.dispatchLocked()

@@ -50,7 +50,7 @@ func queue(s *fetchSlots, o *object, n int, got chan<- *object) {
 
 func TestFetchSlotsBoundInFlight(t *testing.T) {
 	clk := &handClock{now: time.Unix(1000, 0)}
-	s := newFetchSlots(2, 8, time.Hour, clk.Now)
+	s := newFetchSlots("v", 2, 8, time.Hour, clk.Now)
 	o := &object{}
 	for range 2 {
 		if err := s.acquire(context.Background(), o); err != nil {
@@ -77,7 +77,7 @@ func TestFetchSlotsBoundInFlight(t *testing.T) {
 // or most.
 func TestFetchSlotsShareFairly(t *testing.T) {
 	clk := &handClock{now: time.Unix(1000, 0)}
-	s := newFetchSlots(4, 8, time.Hour, clk.Now)
+	s := newFetchSlots("v", 4, 8, time.Hour, clk.Now)
 	a, b := &object{}, &object{}
 	for range 4 {
 		if err := s.acquire(context.Background(), a); err != nil {
@@ -114,7 +114,7 @@ func TestFetchSlotsShareFairly(t *testing.T) {
 
 func TestFetchSlotsCancelledWaiterLeaves(t *testing.T) {
 	clk := &handClock{now: time.Unix(1000, 0)}
-	s := newFetchSlots(1, 8, time.Hour, clk.Now)
+	s := newFetchSlots("v", 1, 8, time.Hour, clk.Now)
 	o, p := &object{}, &object{}
 	if err := s.acquire(context.Background(), o); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestFetchSlotsCancelledWaiterLeaves(t *testing.T) {
 // keeps it.
 func TestFetchSlotsRaiseWhenThroughputGrows(t *testing.T) {
 	clk := &handClock{now: time.Unix(1000, 0)}
-	s := newFetchSlots(2, 3, time.Second, clk.Now)
+	s := newFetchSlots("v", 2, 3, time.Second, clk.Now)
 	o := &object{}
 	for range 2 {
 		if err := s.acquire(context.Background(), o); err != nil {
