@@ -48,15 +48,21 @@ func queue(s *fetchSlots, o *object, n int, got chan<- *object) {
 	}
 }
 
-func TestFetchSlotsBoundInFlight(t *testing.T) {
-	clk := &handClock{now: time.Unix(1000, 0)}
-	s := newFetchSlots("v", 2, 8, time.Hour, clk.Now)
-	o := &object{}
-	for range 2 {
+// hold takes n slots for o.
+func hold(t *testing.T, s *fetchSlots, o *object, n int) {
+	t.Helper()
+	for range n {
 		if err := s.acquire(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestFetchSlotsBoundInFlight(t *testing.T) {
+	clk := &handClock{now: time.Unix(1000, 0)}
+	s := newFetchSlots("v", 2, 8, time.Hour, clk.Now)
+	o := &object{}
+	hold(t, s, o, 2)
 	got := make(chan *object, 1)
 	queue(s, o, 1, got)
 	waitSlots(t, s, "the third fetch to queue", func() bool { return s.waiting == 1 })
@@ -79,11 +85,7 @@ func TestFetchSlotsShareFairly(t *testing.T) {
 	clk := &handClock{now: time.Unix(1000, 0)}
 	s := newFetchSlots("v", 4, 8, time.Hour, clk.Now)
 	a, b := &object{}, &object{}
-	for range 4 {
-		if err := s.acquire(context.Background(), a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hold(t, s, a, 4)
 	got := make(chan *object, 20)
 	queue(s, a, 10, got)
 	waitSlots(t, s, "a's fetches to queue", func() bool { return s.waiting == 10 })
@@ -143,11 +145,7 @@ func TestFetchSlotsRaiseWhenThroughputGrows(t *testing.T) {
 	clk := &handClock{now: time.Unix(1000, 0)}
 	s := newFetchSlots("v", 2, 3, time.Second, clk.Now)
 	o := &object{}
-	for range 2 {
-		if err := s.acquire(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hold(t, s, o, 2)
 	// A period without waiters: no raise.
 	clk.Advance(time.Second)
 	s.addReceived(100 << 20)

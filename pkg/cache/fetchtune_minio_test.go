@@ -6,42 +6,7 @@ import (
 	"io"
 	"testing"
 	"time"
-
-	"github.com/basin-csi/basin/pkg/objstore"
 )
-
-// slowLinkStore gives every GET body of a real store at most perGET bytes
-// per second, as one connection of a WAN link carries: more GETs in
-// flight then carry more, as on a real link.
-type slowLinkStore struct {
-	objstore.Store
-	perGET float64
-}
-
-func (s slowLinkStore) Read(ctx context.Context, key string, opts objstore.ReadOptions) (io.ReadCloser, objstore.ObjectInfo, error) {
-	rc, info, err := s.Store.Read(ctx, key, opts)
-	if err != nil {
-		return nil, info, err
-	}
-	return &slowBody{ReadCloser: rc, perGET: s.perGET, start: time.Now()}, info, nil
-}
-
-type slowBody struct {
-	io.ReadCloser
-	perGET float64
-	start  time.Time
-	n      int64
-}
-
-func (b *slowBody) Read(p []byte) (int, error) {
-	p = p[:min(len(p), 64<<10)]
-	n, err := b.ReadCloser.Read(p)
-	b.n += int64(n)
-	if due := b.start.Add(time.Duration(float64(b.n) / b.perGET * float64(time.Second))); time.Until(due) > 0 {
-		time.Sleep(time.Until(due))
-	}
-	return n, err
-}
 
 // TestMinIOSequentialReadRaisesFetchParallelism reads a large object from
 // MinIO sequentially, prefetching ahead as the FUSE layer does, over GETs
@@ -49,7 +14,7 @@ func (b *slowBody) Read(p []byte) (int, error) {
 // the initial 2 and never past MaxParallelFetches.
 func TestMinIOSequentialReadRaisesFetchParallelism(t *testing.T) {
 	for _, bound := range []int{12, 3} {
-		store := slowLinkStore{Store: minioStore(t), perGET: 4e6}
+		store := shapedStore{Store: minioStore(t), bytesPerSec: 4e6} // one connection of a slow link per GET
 		opts := testOpts()
 		opts.Origin = "s3://minio/"
 		opts.BlockSize, opts.PartSize, opts.SmallObjectSize = mib, mib, mib
