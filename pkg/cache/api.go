@@ -39,4 +39,7 @@ type Stats struct {
 	// they were opened.
 	PrefetchObjects, PrefetchBytes          int64
 	PrefetchReadBytes, PrefetchEvictedBytes int64
+	// FetchLimit is how many GETs the fetch tuner lets run at once now,
+	// FetchesPeak the most that ran at once so far.
+	FetchLimit, FetchesPeak int64
 }

@@ -31,7 +31,7 @@ type Cache struct {
 	ix              *index
 	lock            *os.File // flock'ed LOCK file, held while open
 	dataDir         *os.File // for syncfs
-	sem             chan struct{}
+	fetches         *fetchSlots
 	verifySem       chan struct{}   // bounds running verification jobs
 	ctx             context.Context // cancelled by Close; bounds fetches
 	cancel          context.CancelFunc
@@ -155,7 +155,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		tune:       tune,
 		store:      store,
 		lock:       lock,
-		sem:        make(chan struct{}, opts.MaxParallelFetches),
+		fetches:    newFetchSlots(opts.VolumeID, tune.initialFetches, maxFetches(opts), tune.fetchSample, time.Now),
 		verifySem:  make(chan struct{}, tune.verifyParallel),
 		stop:       make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
@@ -351,6 +351,8 @@ func (c *Cache) Stats() Stats {
 		BucketBytes:    c.stats.bucketBytes.Load(),
 		Evictions:      c.stats.evict.Load(),
 		Passthrough:    c.stats.passthrough.Load(),
+		FetchLimit:     int64(c.fetches.current()),
+		FetchesPeak:    int64(c.fetches.peakInFlight()),
 	}
 	c.prefetchStats(&s)
 	return s

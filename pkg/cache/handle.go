@@ -402,6 +402,15 @@ func (h *Handle) Prefetch(off, length int64) {
 	h.c.acquire(o, int(off/o.bs), int((end-1)/o.bs))
 }
 
+// PrefetchWindow is how far ahead of a sequential reader prefetching
+// pays now: twice what the GETs the fetch tuner allows hold in flight, so
+// that parts received and waiting for the reader do not take the window
+// from the next GETs, and fetches queue for slots whenever the reader is
+// faster than the GETs (which is what lets the tuner raise the limit).
+func (h *Handle) PrefetchWindow() int64 {
+	return 2 * int64(h.c.fetches.current()) * h.c.opts.PartSize
+}
+
 // maxPrefetch caps one Prefetch call.
 const maxPrefetch = 1 << 30
 

@@ -38,7 +38,10 @@ type Options struct {
 	SmallObjectSize int64
 	// PartSize is the ranged-GET size for large objects (default 8 MiB).
 	PartSize int64
-	// MaxParallelFetches bounds concurrent GETs of this cache (default 8).
+	// MaxParallelFetches bounds concurrent GETs of this cache (default
+	// 32). The cache starts with at most 8 and raises the number while the
+	// measured throughput grows with it (fetchtune.go), also within the
+	// buffer budget (maxFetches).
 	MaxParallelFetches int
 	// PrefetchBudget bounds the bytes directory prefetch (prefetch.go)
 	// fetched and nobody opened since (default 4 GiB); < 0 turns
@@ -124,6 +127,19 @@ func (o Options) validate() error {
 	return nil
 }
 
+// fetchBufferBudget is how many bytes of block buffers the GETs in flight
+// may fill at once: three quarters of a pool (poolBytes), the rest being
+// for blocks received and not yet written or read.
+const fetchBufferBudget = poolBytes * 3 / 4
+
+// maxFetches is the most GETs the cache lets the tuner keep in flight:
+// MaxParallelFetches, and no more than the buffer budget can feed. A GET
+// fills one block buffer at a time, or its part of a block larger than
+// PartSize.
+func maxFetches(o Options) int {
+	return max(1, min(o.MaxParallelFetches, int(fetchBufferBudget/min(o.BlockSize, o.PartSize))))
+}
+
 // fresh reports whether something fetched at t is still trusted under ttl.
 func fresh(now, t time.Time, ttl time.Duration) bool {
 	switch {
@@ -155,6 +171,12 @@ type tuning struct {
 	// verifyParallel bounds concurrent verification jobs, and so the
 	// block buffers verification holds.
 	verifyParallel int
+	// initialFetches is how many GETs may be in flight before the
+	// throughput was measured.
+	initialFetches int
+	// fetchSample is the period over which the fetch tuner measures the
+	// throughput.
+	fetchSample time.Duration
 	// poolIdle is how long a block buffer pool keeps free buffers and
 	// kept blocks nobody uses (writeback_pool.go).
 	poolIdle time.Duration
@@ -173,6 +195,8 @@ func defaultTuning() tuning {
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,
 		verifyParallel: 2,
+		initialFetches: 8,
+		fetchSample:    500 * time.Millisecond,
 		poolIdle:       5 * time.Second,
 		atimeGrain:     time.Minute,
 	}

@@ -337,12 +337,13 @@ func (c *Cache) prefetchEvicted(key string) {
 	}
 }
 
-// prefetchSem is the fetch semaphore of o's GETs.
+// prefetchSem is the fetch semaphore of the GETs of o while it is being
+// prefetched, nil otherwise (the fetch slots of foreground reads).
 func (c *Cache) prefetchSem(o *object) chan struct{} {
 	if c.prefetch != nil && o.prefetching.Load() {
 		return c.prefetch.sem
 	}
-	return c.sem
+	return nil
 }
 
 // prefetchStats fills s's prefetch counters.
