@@ -51,6 +51,9 @@ type Config struct {
 	// ImagesUnavailable, when set, says why the ImageFolder scenario
 	// cannot run (no torchvision).
 	ImagesUnavailable string
+	// Scenarios selects the scenarios played, by number (1–8); empty
+	// plays all. The cells of the others are n/a.
+	Scenarios []int
 }
 
 // Validate checks the config.
@@ -62,6 +65,11 @@ func (c Config) Validate() error {
 	}
 	if c.Threads <= 0 || c.RandThreads <= 0 || c.RandReads <= 0 || c.RandSize <= 0 || c.PhaseTimeout <= 0 {
 		return fmt.Errorf("%w: threads, random reads and phase timeout must be positive", ErrInvalidConfig)
+	}
+	for _, n := range c.Scenarios {
+		if n < 1 || n > numScenarios {
+			return fmt.Errorf("%w: scenario %d is not one of 1–%d", ErrInvalidConfig, n, numScenarios)
+		}
 	}
 	if c.RandSize > c.Sets.Checkpoint.FileSize {
 		return fmt.Errorf("%w: random read size %d exceeds the checkpoint shard size", ErrInvalidConfig, c.RandSize)

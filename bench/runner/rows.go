@@ -27,6 +27,9 @@ const (
 	imagesWarm     = "images/warm"
 )
 
+// numScenarios is the number of scenarios (rowDefs numbers them 1–8).
+const numScenarios = 8
+
 // rowDef names one report row.
 type rowDef struct {
 	id, scenario, phase string

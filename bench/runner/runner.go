@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/basin-csi/basin/bench/report"
@@ -85,9 +88,13 @@ func (s *session) logf(format string, args ...any) {
 
 func (s *session) run(ctx context.Context) {
 	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch, s.create, s.images}
-	for _, b := range blocks {
+	for i, b := range blocks {
 		if ctx.Err() != nil {
 			break
+		}
+		if len(s.r.cfg.Scenarios) > 0 && !slices.Contains(s.r.cfg.Scenarios, i+1) {
+			s.skip(i + 1)
+			continue
 		}
 		b(ctx)
 	}
@@ -142,6 +149,16 @@ func (s *session) unmount(ctx context.Context) error {
 }
 
 // fail marks phases as failed without running them.
+// skip marks the cells of scenario n not selected (Config.Scenarios).
+func (s *session) skip(n int) {
+	prefix := strconv.Itoa(n) + ". "
+	for _, d := range rowDefs(s.r.cfg) {
+		if strings.HasPrefix(d.scenario, prefix) {
+			s.cells[d.id] = report.Cell{Status: report.NA, Reason: "not selected (-scenarios)"}
+		}
+	}
+}
+
 func (s *session) fail(err error, ids ...string) {
 	for _, id := range ids {
 		s.cells[id] = report.Cell{Status: report.Failed, Reason: err.Error()}

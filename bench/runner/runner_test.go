@@ -184,3 +184,33 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestRunSelectedScenarios: -scenarios plays only the scenarios given; the
+// cells of the others are n/a, and a scenario number out of range is
+// refused.
+func TestRunSelectedScenarios(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scenarios = []int{5}
+	root := t.TempDir()
+	fake := suttest.New("fake", root, sut.BackendLocal)
+	var l hookLog
+	r, err := New(cfg, hooks(&l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := r.Run(context.Background(), []sut.System{fake})
+	for i, d := range rowDefs(cfg) {
+		c := rows[i].Cells["fake"]
+		want := report.NA
+		if d.id == writeWrite || d.id == writeReadback {
+			want = report.OK
+		}
+		if c.Status != want {
+			t.Errorf("%s: %s (%s), want %s", d.id, c.Status, c.Reason, want)
+		}
+	}
+	cfg.Scenarios = []int{9}
+	if _, err := New(cfg, hooks(&l)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("scenario 9: New error %v, want ErrInvalidConfig", err)
+	}
+}

@@ -15,8 +15,25 @@ import (
 // environment variables. bin is the csi-driver binary; extra flags come
 // after the defaults, so they override them.
 func NewBasin(env Env, bin string, extra ...string) System {
+	return newBasin("basin", env, bin, extra...)
+}
+
+// NewBasinNoPrefetch is NewBasin with directory prefetch off
+// (--prefetch=false), named basin-noprefetch: an A/B of the prefetch in
+// one run.
+func NewBasinNoPrefetch(env Env, bin string) System {
+	return newBasin("basin-noprefetch", env, bin, "--prefetch=false")
+}
+
+// NewBasinNamed is NewBasin under another column name, for an A/B of two
+// binaries in one run (basin-bench -basin-b).
+func NewBasinNamed(env Env, name, bin string, extra ...string) System {
+	return newBasin(name, env, bin, extra...)
+}
+
+func newBasin(name string, env Env, bin string, extra ...string) System {
 	return newFuseSystem(env, recipe{
-		name:        "basin",
+		name:        name,
 		backend:     BackendS3,
 		bin:         bin,
 		installHint: "go build -o " + bin + " ./cmd/csi-driver",

@@ -206,6 +206,10 @@ func runtimeConfig(s mountspec.Spec, volumeID string) (cache.Options, fuse.Confi
 		BlockSize: s.CacheBlockSize, Capacity: s.CacheSize,
 		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
 		MaxParallelFetches: s.MaxParallelFetches,
+		PrefetchBudget:     s.PrefetchBudget,
+	}
+	if !s.Prefetch {
+		co.PrefetchBudget = -1 // off
 	}
 	fc := fuse.Config{
 		VolumeID: volumeID, ReadOnly: s.Flags().ReadOnly,

@@ -104,6 +104,8 @@ func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs.Var(ttlValue{&s.NegativeMetadataTTL}, "negative-metadata-ttl", "how long \"no such file\" is trusted (`duration`, 0 or -1)")
 	fs.Var(quantityValue{&s.ReadAhead}, "read-ahead", "largest prefetch window of a sequential reader (`quantity`; 0 disables prefetching)")
 	fs.IntVar(&s.MaxParallelFetches, "max-parallel-fetches", s.MaxParallelFetches, "concurrent GET requests of this mount (1 to 1024)")
+	fs.BoolVar(&s.Prefetch, "prefetch", s.Prefetch, "fetch the other small files of a directory a reader opens files of in the background (--prefetch=false: off)")
+	fs.Var(quantityValue{&s.PrefetchBudget}, "prefetch-budget", "bound on the bytes prefetched that no reader opened since (`quantity`)")
 	fs.DurationVar(&s.OpTimeout, "op-timeout", s.OpTimeout, "bound on the bucket requests of one file system operation (past it the operation fails with EIO), and on the check of the bucket at mount")
 	fs.BoolVar(&s.ReadOnly, "read-only", s.ReadOnly, "mount read-only: every change fails with EROFS")
 	fs.Var(openModeValue{&s.OpenMode}, "open-mode", "who opens regular files: server (every open is a FUSE request) or kernel (the kernel opens them itself, so a file in the page cache opens without a request; needs --read-only)")

@@ -29,7 +29,7 @@ func TestParseMountArgs(t *testing.T) {
 			if !reflect.DeepEqual(c.Spec, want) {
 				t.Errorf("spec %+v, want %+v", c.Spec, want)
 			}
-			if c.Mountpoint != mnt || c.FS.ReadOnly || c.FS.MetadataTTL != time.Minute || c.Cache.Capacity != 10<<30 {
+			if c.Mountpoint != mnt || c.FS.ReadOnly || c.FS.MetadataTTL != time.Minute || c.Cache.Capacity != 10<<30 || c.Cache.PrefetchBudget != 4<<30 {
 				t.Errorf("config %+v", c)
 			}
 			if c.FS.UID != uint32(os.Geteuid()) || c.FS.FileMode != 0o644 || c.FS.DirMode != 0o755 {
@@ -47,7 +47,11 @@ func TestParseMountArgs(t *testing.T) {
 			"--read-only", "--uid", "1000", "--gid", "2000", "--file-mode", "0600", "--dir-mode", "700",
 			"--allow-other", "--foreground", "--op-timeout", "5s", "--debug", "--max-parallel-fetches", "3",
 			"--disable-passthrough", "--volume-id", "vol-1", "--mount-options", "noexec,noatime", "--open-mode", "kernel",
+			"--prefetch=false", "--prefetch-budget", "1Gi",
 		}, func(t *testing.T, c mountConfig) {
+			if c.Spec.Prefetch || c.Spec.PrefetchBudget != 1<<30 || c.Cache.PrefetchBudget != -1 {
+				t.Errorf("prefetch: spec %v %d, cache budget %d; want off", c.Spec.Prefetch, c.Spec.PrefetchBudget, c.Cache.PrefetchBudget)
+			}
 			want := objstore.Config{Backend: objstore.BackendGCS, Bucket: "bkt", Endpoint: "http://127.0.0.1:9000",
 				Region: "eu-west-1", PathStyle: true, RequestTimeout: 5 * time.Second}
 			if got := c.Spec.StoreConfig(); got != want {

@@ -34,4 +34,12 @@ type Stats struct {
 	Hits, Misses, HitBytes, MissBytes      int64
 	BucketRequests, BucketBytes, Evictions int64
 	Passthrough                            int64
+	// Directory prefetch (prefetch.go): objects and bytes prefetched,
+	// prefetched bytes opened later, and prefetched bytes evicted before
+	// they were opened.
+	PrefetchObjects, PrefetchBytes          int64
+	PrefetchReadBytes, PrefetchEvictedBytes int64
+	// FetchLimit is how many GETs the fetch tuner lets run at once now,
+	// FetchesPeak the most that ran at once so far.
+	FetchLimit, FetchesPeak int64
 }

@@ -31,7 +31,7 @@ type Cache struct {
 	ix              *index
 	lock            *os.File // flock'ed LOCK file, held while open
 	dataDir         *os.File // for syncfs
-	sem             chan struct{}
+	fetches         *fetchSlots
 	verifySem       chan struct{}   // bounds running verification jobs
 	ctx             context.Context // cancelled by Close; bounds fetches
 	cancel          context.CancelFunc
@@ -43,6 +43,7 @@ type Cache struct {
 	statSF          group[string, objstore.ObjectInfo]
 	listSF          group[string, Listing]
 	primeSF         group[string, Listing]
+	prefetch        *prefetcher // nil: directory prefetch is off
 	disk            diskFree
 
 	// used is the bytes the data files allocate (st_blocks), plus
@@ -67,7 +68,8 @@ type Cache struct {
 	mu sync.Mutex
 	// guarded by mu
 	objs      map[string]*object // current version of each key in memory
-	idle      *list.List         // unpinned objects in objs, most recent first
+	idle      *list.List         // unpinned objects in objs, most recent first (idle.go)
+	idleFiles *list.List         // those of idle with their data file open, most recent first
 	dirtyObjs map[*object]struct{}
 	staleKeys map[string]struct{}  // records to delete at the next flush
 	detached  map[*object]struct{} // detached objects still pinned
@@ -145,6 +147,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 	if err != nil {
 		return nil, err
 	}
+	tune.maxIdleFiles = maxIdleFilesFor(tune.maxIdleFiles, noFileLimit())
 	c := &Cache{
 		dir:        dir,
 		stagingDir: filepath.Join(dir, stagingDirName),
@@ -152,7 +155,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		tune:       tune,
 		store:      store,
 		lock:       lock,
-		sem:        make(chan struct{}, opts.MaxParallelFetches),
+		fetches:    newFetchSlots(opts.VolumeID, tune.initialFetches, maxFetches(opts), tune.fetchSample, time.Now),
 		verifySem:  make(chan struct{}, tune.verifyParallel),
 		stop:       make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
@@ -160,6 +163,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		inodeKick:  make(chan struct{}, 1),
 		objs:       make(map[string]*object),
 		idle:       list.New(),
+		idleFiles:  list.New(),
 		dirtyObjs:  make(map[*object]struct{}),
 		staleKeys:  make(map[string]struct{}),
 		detached:   make(map[*object]struct{}),
@@ -168,6 +172,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		verified:   make(map[uint64]struct{}),
 		attrs:      make(map[string]pendingAttr),
 		lists:      make(map[string]pendingList),
+		prefetch:   newPrefetcher(opts),
 	}
 	c.disk.path = dir
 	if err := c.openFiles(ctx); err != nil {
@@ -334,7 +339,7 @@ func (c *Cache) Dir() string { return c.dir }
 
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() Stats {
-	return Stats{
+	s := Stats{
 		UsedBytes:      c.used.Load(),
 		Capacity:       c.opts.Capacity,
 		Objects:        c.objectCount.Load(),
@@ -346,7 +351,11 @@ func (c *Cache) Stats() Stats {
 		BucketBytes:    c.stats.bucketBytes.Load(),
 		Evictions:      c.stats.evict.Load(),
 		Passthrough:    c.stats.passthrough.Load(),
+		FetchLimit:     int64(c.fetches.current()),
+		FetchesPeak:    int64(c.fetches.peakInFlight()),
 	}
+	c.prefetchStats(&s)
+	return s
 }
 
 func (c *Cache) dataPath(id objID) string { return filepath.Join(c.dir, dataRel(id)) }

@@ -63,6 +63,19 @@
 // blocks written directly keep theirs a while for the reader behind the
 // read-ahead (writeback_kept.go). Close waits for the writes.
 //
+// Directory prefetch (prefetch.go): once a reader opened two small
+// objects not cached yet of a directory with a trusted listing, the
+// directory's other small objects are fetched in the background, on fetch
+// slots of their own, within the room below the low watermark and a
+// budget of bytes fetched and not opened since.
+//
+// Unpinned objects stay in memory in the idle tier (idle.go): up to
+// tuning.maxIdle of them keep their presence, CRCs and ready bits, and the
+// most recent tuning.maxIdleFiles of those their data file's descriptor;
+// the others' files are opened again at their next open. An object in
+// memory is its key's authority: eviction, installs and version changes
+// change it there, so no record of an object out of memory is cached.
+//
 // # Invariants
 //
 //   - Data before index: a block is recorded present in the index only
@@ -81,7 +94,7 @@
 //     Accounting is in allocated bytes (st_blocks), not logical sizes.
 //   - bucket atime and bucket lru describe exactly the object records.
 //   - Pinned objects (open Handles, running fetches) are never evicted and
-//     keep their data file.
+//     keep their data file open; idle ones may close it (idle.go).
 //   - The inode table is a bijection; numbers are never reused (meta
 //     "nextino" is beyond every number handed out); root "" is 1. Every
 //     number handed out is committed with its path. A crash may lose

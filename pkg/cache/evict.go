@@ -247,10 +247,7 @@ func (c *Cache) pickVictims(after []byte, want int64) ([]victim, []byte) {
 			}
 			delete(c.objs, cd.key)
 			delete(c.dirtyObjs, o)
-			if o.idle != nil {
-				c.idle.Remove(o.idle)
-				o.idle = nil
-			}
+			c.leaveIdleLocked(o)
 		}
 		v := victim{key: cd.key, ch: make(chan struct{}), inMem: o}
 		c.evicting[cd.key] = v.ch
@@ -284,6 +281,7 @@ func (c *Cache) removeVictims(vs []victim) int64 {
 	var freed int64
 	if err == nil {
 		for i, v := range vs {
+			c.prefetchEvicted(v.key)
 			if v.inMem != nil {
 				v.inMem.mu.Lock()
 				v.inMem.state = stateRemoved

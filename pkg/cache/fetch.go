@@ -202,12 +202,21 @@ func (c *Cache) verifyBlock(o *object, b int, buf []byte) bool {
 	return false
 }
 
-// read opens a ranged GET of o's version, counted and bounded by sem.
+// read opens a ranged GET of o's version, counted and bounded by the
+// fetch slots (an object being prefetched by the prefetcher's own).
 func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
-	select {
-	case c.sem <- struct{}{}:
-	case <-c.ctx.Done():
+	body := &slotBody{o: o, bytes: &c.stats.bucketBytes}
+	if sem := c.prefetchSem(o); sem != nil {
+		select {
+		case sem <- struct{}{}:
+			body.sem = sem
+		case <-c.ctx.Done():
+			return nil, ErrClosed
+		}
+	} else if err := c.fetches.acquire(c.ctx, o); err != nil {
 		return nil, ErrClosed
+	} else {
+		body.slots = c.fetches
 	}
 	c.stats.bucketRequests.Add(1)
 	rc, info, err := c.store.Read(c.ctx, o.info.Key, objstore.ReadOptions{Offset: off, Length: length, IfVersion: o.info.Version})
@@ -216,7 +225,7 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		err = fmt.Errorf("cache: %q is now version %s: %w", o.info.Key, info.Version, objstore.ErrPreconditionFailed)
 	}
 	if err != nil {
-		<-c.sem
+		body.release()
 		if errors.Is(err, objstore.ErrPreconditionFailed) {
 			c.versionMoved(o)
 		}
@@ -225,27 +234,46 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("cache: fetch %q: %w", o.info.Key, err)
 	}
-	return &semBody{ReadCloser: rc, sem: c.sem, bytes: &c.stats.bucketBytes}, nil
+	body.ReadCloser = rc
+	return body, nil
 }
 
-// semBody releases the fetch slot when closed and counts bytes.
-type semBody struct {
+// slotBody releases the fetch slot when closed and counts bytes. Exactly
+// one of slots (a foreground GET, whose bytes the fetch tuner measures)
+// and sem (a prefetch's) is set.
+type slotBody struct {
 	io.ReadCloser
+	slots *fetchSlots
 	sem   chan struct{}
+	o     *object
 	bytes interface{ Add(int64) int64 }
 	once  sync.Once
 }
 
-func (b *semBody) Read(p []byte) (int, error) {
+func (b *slotBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.bytes.Add(int64(n))
+	if b.slots != nil {
+		b.slots.addReceived(n)
+	}
 	return n, err
 }
 
-func (b *semBody) Close() error {
+func (b *slotBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(func() { <-b.sem })
+	b.release()
 	return err
+}
+
+// release gives the slot back, once.
+func (b *slotBody) release() {
+	b.once.Do(func() {
+		if b.sem != nil {
+			<-b.sem
+		} else {
+			b.slots.release(b.o)
+		}
+	})
 }
 
 // fetchRange fetches blocks [b0, b1] with one GET. Each block is

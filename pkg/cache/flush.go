@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"time"
@@ -246,73 +245,6 @@ func (c *Cache) syncData(files []*os.File) error {
 		}
 	}
 	return nil
-}
-
-// trimIdle closes the oldest idle objects beyond tuning.maxIdle whose
-// state is persisted, access times to within grain g (ns).
-func (c *Cache) trimIdle(g int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.trimIdleLocked(g, c.idle.Len())
-}
-
-// unpinTrimScan is how many of the oldest idle objects an unpin looks at
-// to bring the idle list back to tuning.maxIdle without the flusher: a
-// warm pass over more objects than that keeps their state persisted, so
-// the flusher (a scan of every object) need not run after every open.
-const unpinTrimScan = 4
-
-// trimIdleLocked is trimIdle looking at no more than scan of the oldest
-// idle objects; true means the idle list is within tuning.maxIdle. The
-// caller holds c.mu.
-func (c *Cache) trimIdleLocked(g int64, scan int) bool {
-	for e := c.idle.Back(); e != nil && scan > 0 && c.idle.Len() > c.tune.maxIdle; scan-- {
-		prev := e.Prev()
-		o := e.Value.(*object)
-		o.mu.Lock()
-		done := o.pins == 0 && !o.dirty && !o.atimeDueLocked(g)
-		o.mu.Unlock()
-		if done {
-			c.idle.Remove(e)
-			o.idle = nil
-			delete(c.objs, o.info.Key)
-			if o.anyPresent() {
-				if o.allReady() {
-					c.rememberVerifiedLocked(o.id)
-				}
-				o.closeFile()
-			} else {
-				c.removeFilesLocked(o) // a data file no record names
-			}
-		}
-		e = prev
-	}
-	return c.idle.Len() <= c.tune.maxIdle
-}
-
-// verifiedKey is an object's key in Cache.verified: 64 bits of its id
-// (a SHA-256), which two objects of one cache share with a chance of
-// about n²/2⁶⁵.
-func verifiedKey(id objID) uint64 { return binary.LittleEndian.Uint64(id[:8]) }
-
-// rememberVerifiedLocked records that every block of the object id was
-// verified (or written) by this process; the caller holds c.mu.
-func (c *Cache) rememberVerifiedLocked(id objID) {
-	if len(c.verified) >= c.tune.maxVerified {
-		clear(c.verified)
-	}
-	c.verified[verifiedKey(id)] = struct{}{}
-}
-
-// takeVerifiedLocked reports whether id was remembered as verified and
-// forgets it; the caller holds c.mu.
-func (c *Cache) takeVerifiedLocked(id objID) bool {
-	k := verifiedKey(id)
-	if _, ok := c.verified[k]; !ok {
-		return false
-	}
-	delete(c.verified, k)
-	return true
 }
 
 // usageFile is what a cache tells the node view about itself.

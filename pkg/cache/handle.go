@@ -26,8 +26,18 @@ type Handle struct {
 
 // OpenObject pins one object version for reading: it is not evicted until
 // the handle is closed. A version other than the cached one invalidates the
-// cached data.
+// cached data. An open may start prefetching the object's directory
+// (prefetch.go).
 func (c *Cache) OpenObject(ctx context.Context, info objstore.ObjectInfo) (*Handle, error) {
+	h, err := c.openObject(ctx, info)
+	if err == nil {
+		c.prefetchOpened(info, h.o.allPresent())
+	}
+	return h, err
+}
+
+// openObject is OpenObject without telling the prefetcher.
+func (c *Cache) openObject(ctx context.Context, info objstore.ObjectInfo) (*Handle, error) {
 	if info.Key == "" || info.Size < 0 {
 		return nil, fmt.Errorf("%w: object %q of size %d", ErrInvalidArgument, info.Key, info.Size)
 	}
@@ -38,6 +48,9 @@ func (c *Cache) OpenObject(ctx context.Context, info objstore.ObjectInfo) (*Hand
 	}
 	old := c.objs[info.Key]
 	if old != nil && sameVersion(old.info, info) {
+		if err := c.reopenLocked(old); err != nil {
+			return nil, err
+		}
 		c.pinLocked(old)
 		c.touch(old)
 		return &Handle{c: c, o: old}, nil
@@ -216,10 +229,7 @@ func (c *Cache) pinLocked(o *object) {
 	o.mu.Lock()
 	o.pins++
 	o.mu.Unlock()
-	if o.idle != nil {
-		c.idle.Remove(o.idle)
-		o.idle = nil
-	}
+	c.leaveIdleLocked(o)
 }
 
 // unpin drops one pin; an unpinned current object becomes idle, an
@@ -237,10 +247,7 @@ func (c *Cache) unpin(o *object) {
 		o.closeDirect()
 		switch {
 		case state == stateCurrent && c.objs[o.info.Key] == o && !c.closed:
-			o.idle = c.idle.PushFront(o)
-			if c.idle.Len() > c.tune.maxIdle && !c.trimIdleLocked(int64(c.tune.atimeGrain), unpinTrimScan) {
-				kick(c.flushKick) // the oldest idle objects wait for a flush
-			}
+			c.idleLocked(o)
 		case state == stateDetached:
 			delete(c.detached, o)
 			c.removeFilesLocked(o)
@@ -254,10 +261,7 @@ func (c *Cache) unpin(o *object) {
 func (c *Cache) detachLocked(o *object) {
 	delete(c.objs, o.info.Key)
 	delete(c.dirtyObjs, o)
-	if o.idle != nil {
-		c.idle.Remove(o.idle)
-		o.idle = nil
-	}
+	c.leaveIdleLocked(o)
 	o.mu.Lock()
 	o.state = stateDetached
 	pins := o.pins
@@ -396,6 +400,15 @@ func (h *Handle) Prefetch(off, length int64) {
 	}
 	end := min(off+length, o.info.Size, off+maxPrefetch)
 	h.c.acquire(o, int(off/o.bs), int((end-1)/o.bs))
+}
+
+// PrefetchWindow is how far ahead of a sequential reader prefetching
+// pays now: twice what the GETs the fetch tuner allows hold in flight, so
+// that parts received and waiting for the reader do not take the window
+// from the next GETs, and fetches queue for slots whenever the reader is
+// faster than the GETs (which is what lets the tuner raise the limit).
+func (h *Handle) PrefetchWindow() int64 {
+	return 2 * int64(h.c.fetches.current()) * h.c.opts.PartSize
 }
 
 // maxPrefetch caps one Prefetch call.

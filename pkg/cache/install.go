@@ -89,7 +89,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 	}
 	c.dropRecordFileLocked(info.Key, o)
 	c.objs[info.Key] = o
-	o.idle = c.idle.PushFront(o)
+	c.idleLocked(o)
 	if o.dirty {
 		c.dirtyObjs[o] = struct{}{}
 	}

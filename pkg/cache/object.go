@@ -64,7 +64,7 @@ const (
 
 // object is the in-memory state of one cached object version, shared by
 // its handles and fetches. Objects live in Cache.objs while pinned and, up
-// to tuning.maxIdle, while idle.
+// to tuning.maxIdle, while idle (idle.go).
 type object struct {
 	// constant
 	c       *Cache
@@ -92,6 +92,9 @@ type object struct {
 	direct atomic.Pointer[os.File]
 	// atime is the last access in unix ns.
 	atime atomic.Int64
+	// prefetching: a prefetch fetches it; its GETs take the prefetch
+	// slots (prefetch.go).
+	prefetching atomic.Bool
 
 	mu sync.Mutex
 	// guarded by mu
@@ -129,7 +132,8 @@ type object struct {
 	noDirect bool
 
 	// guarded by Cache.mu
-	idle *list.Element // position in Cache.idle while unpinned
+	idle     *list.Element // position in Cache.idle while unpinned
+	idleFile *list.Element // position in Cache.idleFiles while unpinned with file open
 }
 
 // flight is one block being fetched or verified. It stays in the

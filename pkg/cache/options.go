@@ -38,8 +38,18 @@ type Options struct {
 	SmallObjectSize int64
 	// PartSize is the ranged-GET size for large objects (default 8 MiB).
 	PartSize int64
-	// MaxParallelFetches bounds concurrent GETs of this cache (default 8).
+	// MaxParallelFetches bounds concurrent GETs of this cache (default
+	// 32). The cache starts with at most 8 and raises the number while the
+	// measured throughput grows with it (fetchtune.go), also within the
+	// buffer budget (maxFetches).
 	MaxParallelFetches int
+	// PrefetchBudget bounds the bytes directory prefetch (prefetch.go)
+	// fetched and nobody opened since (default 4 GiB); < 0 turns
+	// directory prefetch off.
+	PrefetchBudget int64
+	// PrefetchWorkers is how many objects directory prefetch fetches at
+	// once, beside MaxParallelFetches (default 64).
+	PrefetchWorkers int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -82,6 +92,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxParallelFetches == 0 {
 		o.MaxParallelFetches = DefaultMaxParallelFetches
 	}
+	if o.PrefetchBudget == 0 {
+		o.PrefetchBudget = DefaultPrefetchBudget
+	}
+	if o.PrefetchWorkers == 0 {
+		o.PrefetchWorkers = DefaultPrefetchWorkers
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -105,8 +121,23 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: PartSize %d is below 64 KiB", ErrInvalidOptions, o.PartSize)
 	case o.MaxParallelFetches < 1:
 		return fmt.Errorf("%w: MaxParallelFetches must be positive", ErrInvalidOptions)
+	case o.PrefetchWorkers < 1:
+		return fmt.Errorf("%w: PrefetchWorkers must be positive", ErrInvalidOptions)
 	}
 	return nil
+}
+
+// fetchBufferBudget is how many bytes of block buffers the GETs in flight
+// may fill at once: three quarters of a pool (poolBytes), the rest being
+// for blocks received and not yet written or read.
+const fetchBufferBudget = poolBytes * 3 / 4
+
+// maxFetches is the most GETs the cache lets the tuner keep in flight:
+// MaxParallelFetches, and no more than the buffer budget can feed. A GET
+// fills one block buffer at a time, or its part of a block larger than
+// PartSize.
+func maxFetches(o Options) int {
+	return max(1, min(o.MaxParallelFetches, int(fetchBufferBudget/min(o.BlockSize, o.PartSize))))
 }
 
 // fresh reports whether something fetched at t is still trusted under ttl.
@@ -125,9 +156,10 @@ func fresh(now, t time.Time, ttl time.Duration) bool {
 type tuning struct {
 	// flushInterval is how often dirty index state is persisted.
 	flushInterval time.Duration
-	// maxIdle is how many unpinned objects keep their state and open data
-	// file in memory.
-	maxIdle int
+	// maxIdle is how many unpinned objects keep their state in memory,
+	// and maxIdleFiles how many of those keep their data file open
+	// (idle.go).
+	maxIdle, maxIdleFiles int
 	// maxVerified bounds Cache.verified (about 20 bytes an entry); when
 	// it is full it starts over, and the objects it forgot are verified
 	// again at their next open.
@@ -139,6 +171,12 @@ type tuning struct {
 	// verifyParallel bounds concurrent verification jobs, and so the
 	// block buffers verification holds.
 	verifyParallel int
+	// initialFetches is how many GETs may be in flight before the
+	// throughput was measured.
+	initialFetches int
+	// fetchSample is the period over which the fetch tuner measures the
+	// throughput.
+	fetchSample time.Duration
 	// poolIdle is how long a block buffer pool keeps free buffers and
 	// kept blocks nobody uses (writeback_pool.go).
 	poolIdle time.Duration
@@ -151,11 +189,14 @@ type tuning struct {
 func defaultTuning() tuning {
 	return tuning{
 		flushInterval:  500 * time.Millisecond,
-		maxIdle:        4096,
+		maxIdle:        idleMemory / idleObjectBytes,
+		maxIdleFiles:   defaultMaxIdleFiles,
 		maxVerified:    1 << 20,
 		statfsInterval: 200 * time.Millisecond,
 		evictBatch:     256,
 		verifyParallel: 2,
+		initialFetches: 8,
+		fetchSample:    500 * time.Millisecond,
 		poolIdle:       5 * time.Second,
 		atimeGrain:     time.Minute,
 	}

@@ -23,10 +23,10 @@ type keptRef struct {
 	at time.Time // when it was kept
 }
 
-// keepLimit is how many blocks of o's size the cache keeps at most: one
-// read-ahead's worth of parallel fetches.
+// keepLimit is how many blocks of o's size the cache keeps at most: what
+// the parallel fetches hold in flight now.
 func (c *Cache) keepLimit(o *object) int {
-	return max(2, int(int64(c.opts.MaxParallelFetches)*c.opts.PartSize/o.bs))
+	return max(2, int(int64(c.fetches.current())*c.opts.PartSize/o.bs))
 }
 
 // keepLocked keeps the buffer of block b, published on f and about to be

@@ -35,6 +35,9 @@ type objectHandle interface {
 	Info() objstore.ObjectInfo
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	Prefetch(off, length int64)
+	// PrefetchWindow is how far ahead of a sequential reader to prefetch
+	// now (it follows the cache's fetch parallelism).
+	PrefetchWindow() int64
 	// LocalFile is the complete data file, valid until Close; not to be
 	// closed by the caller.
 	LocalFile() (*os.File, bool)

@@ -39,6 +39,13 @@ type Config struct {
 	// DisablePassthrough keeps all reads in user space even when the
 	// kernel supports FUSE passthrough (for comparisons and debugging).
 	DisablePassthrough bool
+	// StreamPartSize and StreamParts shape the upload of a file written
+	// sequentially while it is written (upstream.go): the part size and
+	// the parts in flight. Zero means DefaultStreamPartSize and
+	// DefaultStreamParts; StreamParts < 0 turns streaming off (every file
+	// is uploaded at close).
+	StreamPartSize int64
+	StreamParts    int
 	// OpenMode is who opens regular files; "" means OpenServer.
 	// OpenKernel needs ReadOnly (inoderead.go).
 	OpenMode OpenMode
@@ -67,6 +74,11 @@ const (
 	// prefetchStep is how much of the window must be free before it is
 	// topped up: one ranged GET.
 	prefetchStep = cache.DefaultPartSize
+	// DefaultStreamPartSize and DefaultStreamParts: see Config and
+	// docs/architecture.md "Writes that upload while they are written"
+	// for the measurements behind them.
+	DefaultStreamPartSize int64 = 8 << 20
+	DefaultStreamParts          = 16
 	// foreverTimeout stands in for "forever" in kernel timeouts.
 	foreverTimeout = 365 * 24 * time.Hour
 )
@@ -88,6 +100,12 @@ func (c Config) withDefaults() Config {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
 	}
+	if c.StreamPartSize == 0 {
+		c.StreamPartSize = DefaultStreamPartSize
+	}
+	if c.StreamParts == 0 {
+		c.StreamParts = DefaultStreamParts
+	}
 	if c.OpenMode == "" {
 		c.OpenMode = OpenServer
 	}
@@ -105,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if c.OpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("op timeout %v is negative", c.OpTimeout))
+	}
+	if c.StreamPartSize < 0 {
+		errs = append(errs, fmt.Errorf("stream part size %d is negative", c.StreamPartSize))
 	}
 	switch {
 	case c.OpenMode != "" && !c.OpenMode.Valid():

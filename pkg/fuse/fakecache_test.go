@@ -290,6 +290,8 @@ func (h *fakeHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 
 func (h *fakeHandle) Prefetch(off, length int64) { h.prefetches.Add(1) }
 
+func (h *fakeHandle) PrefetchWindow() int64 { return 0 }
+
 func (h *fakeHandle) LocalFile() (*os.File, bool) {
 	if h.local == "" {
 		return nil, false

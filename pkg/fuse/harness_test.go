@@ -44,6 +44,8 @@ const (
 type mountSpec struct {
 	cfg   Config
 	cache cacheKind
+	// prefetchBudget is the real cache's PrefetchBudget (0: its default).
+	prefetchBudget int64
 }
 
 type testMount struct {
@@ -63,6 +65,7 @@ func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend
 		c, err := cache.Open(t.Context(), dir, store, cache.Options{
 			VolumeID: t.Name(), Origin: "test://" + t.Name(), Capacity: 8 << 30,
 			MetadataTTL: spec.cfg.MetadataTTL, NegativeTTL: spec.cfg.NegativeTTL, BlockSize: 1 << 20,
+			PrefetchBudget: spec.prefetchBudget,
 		})
 		if err != nil {
 			t.Fatalf("cache.Open: %v", err)

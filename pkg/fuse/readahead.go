@@ -4,12 +4,15 @@ package fuse
 // prefetch. A read that starts near where the previous one ended continues
 // a sequential run; the kernel issues readahead requests concurrently and
 // slightly out of order, so "near" allows a gap of one maximum request in
-// either direction. A run starts with a window of min bytes and doubles it,
-// up to max, each time the reader has consumed half of what was prefetched
-// or one step (the cache's ranged-GET size) of it: topping the window up as
-// soon as one fetch's worth is free keeps every fetch slot busy while the
-// reader waits for the oldest part. A random read ends the run. Not safe for
-// concurrent use.
+// either direction. A run starts with a window of min bytes and quadruples
+// it, up to max and to the window the cache asks for now (which follows
+// its fetch parallelism), each time the reader has consumed half of what
+// was prefetched or one step (the cache's ranged-GET size) of it: topping
+// the window up as soon as one fetch's worth is free keeps every fetch
+// slot busy while the reader waits for the oldest part, and quadrupling
+// (rather than doubling) reaches 24 GETs in flight in two steps instead
+// of four, each step lasting a ranged GET. A random read ends the run.
+// Not safe for concurrent use.
 type seqDetector struct {
 	// constant
 	min, max, step int64
@@ -31,10 +34,15 @@ func newSeqDetector(minWindow, maxWindow, step int64) seqDetector {
 }
 
 // observe records a read of n bytes at off in an object of size bytes and
-// returns the range to prefetch; length 0 means nothing to do.
-func (d *seqDetector) observe(off, n, size int64) (pfOff, pfLen int64) {
+// returns the range to prefetch; length 0 means nothing to do. limit, when
+// positive, caps the window below max (the cache's PrefetchWindow).
+func (d *seqDetector) observe(off, n, size, limit int64) (pfOff, pfLen int64) {
 	if d.max <= 0 || n <= 0 {
 		return 0, 0
+	}
+	maxWindow := d.max
+	if limit > 0 {
+		maxWindow = min(maxWindow, limit)
 	}
 	end := off + n
 	sequential := (off == 0 && d.next == 0) || (off >= d.next-seqTolerance && off <= d.next+seqTolerance)
@@ -47,9 +55,9 @@ func (d *seqDetector) observe(off, n, size int64) (pfOff, pfLen int64) {
 	}
 	switch {
 	case d.window == 0:
-		d.window = d.min
+		d.window = min(d.min, maxWindow)
 	case d.ahead-end < d.window/2 || d.ahead-end <= d.window-d.step:
-		d.window = min(2*d.window, d.max)
+		d.window = min(4*d.window, maxWindow)
 	default:
 		return 0, 0 // enough is in flight
 	}

@@ -25,6 +25,7 @@ func TestSeqDetector(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		max           int64
+		limit         int64 // the cache's PrefetchWindow; 0: none
 		reads         []read
 		wantPrefetch  bool
 		wantMaxWindow int64 // largest window reached
@@ -35,13 +36,15 @@ func TestSeqDetector(t *testing.T) {
 		{name: "random reads never prefetch", max: maxW, reads: []read{{500 << 20, req}, {3 << 20, req}, {900 << 20, req}, {10 << 20, req}, {700 << 20, req}}},
 		{name: "disabled", max: -1, reads: seq(0, 100)},
 		{name: "prefetch stops at the end of the object", max: maxW, reads: seq(size-10*req, 10), wantPrefetch: true},
+		{name: "the cache's window caps it below max", max: maxW, limit: 8 << 20, reads: seq(0, 2000), wantPrefetch: true, wantMaxWindow: 8 << 20, wantAheadMin: 2000 * req},
+		{name: "a cache window below min caps the first window", max: maxW, limit: 2 << 20, reads: seq(0, 100), wantPrefetch: true, wantMaxWindow: 2 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newSeqDetector(minW, tc.max, 8<<20)
 			var prefetched bool
 			var maxWindow int64
 			for _, r := range tc.reads {
-				off, n := d.observe(r.off, r.n, size)
+				off, n := d.observe(r.off, r.n, size, tc.limit)
 				if n > 0 {
 					prefetched = true
 					if off < r.off+r.n || off+n > size {
@@ -63,6 +66,35 @@ func TestSeqDetector(t *testing.T) {
 	}
 }
 
+// TestSeqDetectorFollowsTheCacheWindow checks that the window grows when
+// the cache's window grows during a run (the fetch tuner raised its
+// limit) and stops short of it.
+func TestSeqDetectorFollowsTheCacheWindow(t *testing.T) {
+	const (
+		step = 8 << 20
+		req  = 1 << 20
+	)
+	d := newSeqDetector(2*step, 1<<30, step)
+	limit := int64(32 << 20)
+	var largest int64
+	for off := int64(0); off < 1<<30; off += req {
+		if off == 256<<20 {
+			limit = 128 << 20
+		}
+		d.observe(off, req, 2<<30, limit)
+		if d.window > limit {
+			t.Fatalf("window %d MiB above the cache's %d MiB", d.window>>20, limit>>20)
+		}
+		largest = max(largest, d.window)
+		if off < 256<<20 && d.ahead-off > 32<<20+req {
+			t.Fatalf("prefetched %d MiB ahead under a 32 MiB window", (d.ahead-off)>>20)
+		}
+	}
+	if largest != 128<<20 {
+		t.Errorf("largest window %d MiB, want the cache's raised 128 MiB", largest>>20)
+	}
+}
+
 func TestSeqDetectorToleratesReordering(t *testing.T) {
 	// Kernel readahead sends concurrent requests that arrive out of order.
 	d := newSeqDetector(4<<20, 64<<20, 8<<20)
@@ -70,7 +102,7 @@ func TestSeqDetectorToleratesReordering(t *testing.T) {
 	var calls int
 	for base := int64(0); base < 64<<20; base += 4 * req {
 		for _, i := range []int64{1, 0, 3, 2} {
-			if _, n := d.observe(base+i*req, req, 1<<30); n > 0 {
+			if _, n := d.observe(base+i*req, req, 1<<30, 0); n > 0 {
 				calls++
 			}
 		}
@@ -119,7 +151,7 @@ func TestSeqDetectorKeepsTheWindowFull(t *testing.T) {
 	)
 	d := newSeqDetector(2*step, maxW, step)
 	for off := int64(0); off < 512<<20; off += req {
-		d.observe(off, req, 1<<30)
+		d.observe(off, req, 1<<30, 0)
 		if end := off + req; d.window == maxW && d.ahead-end < maxW-step-req {
 			t.Fatalf("after reading to %d MiB the frontier is %d MiB ahead, want at least %d",
 				end>>20, (d.ahead-end)>>20, (maxW-step-req)>>20)

@@ -57,8 +57,9 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.R
 			return gofuse.ReadResultFd(f.Fd(), off, n), 0
 		}
 	}
+	window := h.oh.PrefetchWindow()
 	h.mu.Lock()
-	pfOff, pfLen := h.det.observe(off, int64(n), size)
+	pfOff, pfLen := h.det.observe(off, int64(n), size, window)
 	h.mu.Unlock()
 	if pfLen > 0 {
 		h.oh.Prefetch(pfOff, pfLen)

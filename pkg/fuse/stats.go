@@ -19,6 +19,12 @@ type Stats struct {
 	UserReadBytes int64
 	// Uploads and UploadBytes count objects written to the bucket.
 	Uploads, UploadBytes int64
+	// StreamedUploads counts files whose upload started while they were
+	// written (upstream.go), StreamedBytes the bytes uploaded before
+	// their close or fsync, and StreamFallbacks the streams given up, by
+	// reason (then the file is uploaded whole at close).
+	StreamedUploads, StreamedBytes int64
+	StreamFallbacks                map[string]int64
 }
 
 // counters is the mutable form of Stats.
@@ -28,6 +34,9 @@ type counters struct {
 	// readFlushes counts FLUSH requests of read handles: none while the
 	// kernel honours FOPEN_NOFLUSH (tests check it).
 	readFlushes atomic.Int64
+
+	streams, streamedBytes atomic.Int64
+	fallbacks              [numFallbacks]atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -40,5 +49,16 @@ func (f *FS) Stats() Stats {
 		UserReadBytes:    f.counters.userReadBytes.Load(),
 		Uploads:          f.counters.uploads.Load(),
 		UploadBytes:      f.counters.uploadBytes.Load(),
+		StreamedUploads:  f.counters.streams.Load(),
+		StreamedBytes:    f.counters.streamedBytes.Load(),
+		StreamFallbacks:  f.counters.fallbackCounts(),
 	}
+}
+
+func (c *counters) fallbackCounts() map[string]int64 {
+	m := make(map[string]int64, numFallbacks)
+	for r := range numFallbacks {
+		m[r.String()] = c.fallbacks[r].Load()
+	}
+	return m
 }

@@ -44,6 +44,10 @@ type writeState struct {
 	dirty    bool                 // the staged content differs from the bucket
 	discard  bool                 // unlinked: never upload
 	uploaded *objstore.ObjectInfo // version the clean staged file holds
+	// seq: the staged content was only ever appended to from empty, so
+	// it may be streamed (upstream.go); up is its stream, if started.
+	seq bool
+	up  *upstream
 }
 
 func newWriteState(n *fileNode, ino uint64, base objstore.ObjectInfo) *writeState {
@@ -65,7 +69,7 @@ func newCreatedState(f *FS, ino uint64) (*writeState, error) {
 		return nil, err
 	}
 	w := newWriteState(nil, ino, objstore.ObjectInfo{ModTime: time.Now()})
-	w.file, w.path, w.dirty = file, file.Name(), true
+	w.file, w.path, w.dirty, w.seq = file, file.Name(), true, true
 	return w, nil
 }
 
@@ -105,7 +109,7 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 			return err
 		}
 		w.size.Store(0)
-		w.file, w.path = file, file.Name()
+		w.file, w.path, w.seq = file, file.Name(), true
 		return nil
 	}
 	// The copy becomes the staged file only once complete (writes.go).
@@ -163,12 +167,16 @@ func (w *writeState) write(ctx context.Context, data []byte, off int64) error {
 	if err := w.ensureFile(ctx, true); err != nil {
 		return err
 	}
+	size := w.size.Load()
 	if _, err := w.file.WriteAt(data, off); err != nil {
+		w.stopStreamLocked(fallbackError)
 		return fmt.Errorf("write staging file: %w", err)
 	}
-	if end := off + int64(len(data)); end > w.size.Load() {
+	end := off + int64(len(data))
+	if end > size {
 		w.size.Store(end)
 	}
+	w.appendedLocked(off, end, size)
 	w.dirty = true
 	w.touch()
 	return nil
@@ -181,10 +189,12 @@ func (w *writeState) truncate(ctx context.Context, size int64) error {
 	if err := w.ensureFile(ctx, size > 0); err != nil {
 		return err
 	}
+	w.stopStreamLocked(fallbackTruncate)
 	if err := w.file.Truncate(size); err != nil {
 		return fmt.Errorf("truncate staging file: %w", err)
 	}
 	w.size.Store(size)
+	w.seq = size == 0 // written from empty again
 	w.dirty = true
 	w.touch()
 	return nil
@@ -249,9 +259,13 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	}
 	uctx, cancel := f.transferContext(ctx, size)
 	defer cancel()
-	info, err := f.store.Put(uctx, key, io.NewSectionReader(w.file, 0, size), objstore.PutOptions{Size: size})
-	if err != nil {
-		return fmt.Errorf("upload %s: %w", key, err)
+	info, streamed := w.completeStreamLocked(uctx, key, size)
+	if !streamed {
+		var err error
+		info, err = f.store.Put(uctx, key, io.NewSectionReader(w.file, 0, size), objstore.PutOptions{Size: size})
+		if err != nil {
+			return fmt.Errorf("upload %s: %w", key, err)
+		}
 	}
 	if info.Key == "" {
 		info.Key = key
@@ -285,6 +299,7 @@ func (w *writeState) markUnlinked() {
 }
 
 func (w *writeState) discardLocked() {
+	w.stopStreamLocked(fallbackUnlink)
 	w.discard = true
 	if w.path != "" {
 		w.fsys().writes.retire(w.path)
@@ -304,6 +319,7 @@ func (w *writeState) finish() {
 			klog.ErrorS(err, "upload at release failed; the data written is lost", "volume", f.cfg.VolumeID)
 		}
 	}
+	w.stopStreamLocked(fallbackError) // an upload that failed above
 	if w.file == nil {
 		return
 	}

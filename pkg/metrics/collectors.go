@@ -41,23 +41,30 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 
 // Descriptions of the collected metrics.
 var (
-	descHits       = desc("basin_cache_hits_total", "Reads the cache served from its blocks (reads of fully cached files are served from the local file instead: see basin_cache_local_opens_total).")
-	descMisses     = desc("basin_cache_misses_total", "Reads that needed blocks from the bucket.")
-	descHitBytes   = desc("basin_cache_hit_bytes_total", "Bytes of reads served from the cache.")
-	descMissBytes  = desc("basin_cache_miss_bytes_total", "Bytes of reads that needed the bucket.")
-	descLocalOpens = desc("basin_cache_local_opens_total", "Opens of fully cached files served from their local cache file (FUSE passthrough or spliced reads): their reads count in no hit counter.")
-	descEvictions  = desc("basin_cache_evictions_total", "Objects evicted from the cache.")
-	descUsed       = desc("basin_cache_used_bytes", "Bytes the cache allocates on disk.")
-	descCapacity   = desc("basin_cache_capacity_bytes", "The cache's size cap (0: only the disk's free-space floor limits it).")
-	descObjects    = desc("basin_cache_objects", "Objects in the cache.")
-	descPinned     = desc("basin_cache_pinned_objects", "Objects pinned by open file handles or running fetches (never evicted).")
-	descPTOpens    = desc("basin_fuse_passthrough_opens_total", "Opens served by FUSE passthrough: the kernel reads the cache file directly.")
-	descUserOpens  = desc("basin_fuse_user_opens_total", "Read opens served in user space.")
-	descFileOpens  = desc("basin_fuse_file_opens_total", "OPEN requests of regular files (with openMode kernel only the first one of the connection arrives).")
-	descInodeReads = desc("basin_fuse_inode_readers_total", "Cache handles opened to serve READs without a file handle (openMode kernel).")
-	descReadBytes  = desc("basin_fuse_read_bytes_total", "Bytes returned by user-space READ requests.")
-	descUploads    = desc("basin_fuse_uploads_total", "Files written to the bucket (on close or fsync).")
-	descUploadSize = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
+	descHits            = desc("basin_cache_hits_total", "Reads the cache served from its blocks (reads of fully cached files are served from the local file instead: see basin_cache_local_opens_total).")
+	descMisses          = desc("basin_cache_misses_total", "Reads that needed blocks from the bucket.")
+	descHitBytes        = desc("basin_cache_hit_bytes_total", "Bytes of reads served from the cache.")
+	descMissBytes       = desc("basin_cache_miss_bytes_total", "Bytes of reads that needed the bucket.")
+	descLocalOpens      = desc("basin_cache_local_opens_total", "Opens of fully cached files served from their local cache file (FUSE passthrough or spliced reads): their reads count in no hit counter.")
+	descEvictions       = desc("basin_cache_evictions_total", "Objects evicted from the cache.")
+	descUsed            = desc("basin_cache_used_bytes", "Bytes the cache allocates on disk.")
+	descCapacity        = desc("basin_cache_capacity_bytes", "The cache's size cap (0: only the disk's free-space floor limits it).")
+	descObjects         = desc("basin_cache_objects", "Objects in the cache.")
+	descPrefetchObjects = desc("basin_cache_prefetch_objects_total", "Small objects directory prefetch fetched in the background.")
+	descPrefetchBytes   = desc("basin_cache_prefetch_bytes_total", "Bytes directory prefetch fetched.")
+	descPrefetchRead    = desc("basin_cache_prefetch_read_bytes_total", "Prefetched bytes a reader opened later.")
+	descPrefetchEvicted = desc("basin_cache_prefetch_evicted_bytes_total", "Prefetched bytes evicted before any reader opened them.")
+	descPinned          = desc("basin_cache_pinned_objects", "Objects pinned by open file handles or running fetches (never evicted).")
+	descPTOpens         = desc("basin_fuse_passthrough_opens_total", "Opens served by FUSE passthrough: the kernel reads the cache file directly.")
+	descUserOpens       = desc("basin_fuse_user_opens_total", "Read opens served in user space.")
+	descFileOpens       = desc("basin_fuse_file_opens_total", "OPEN requests of regular files (with openMode kernel only the first one of the connection arrives).")
+	descInodeReads      = desc("basin_fuse_inode_readers_total", "Cache handles opened to serve READs without a file handle (openMode kernel).")
+	descReadBytes       = desc("basin_fuse_read_bytes_total", "Bytes returned by user-space READ requests.")
+	descUploads         = desc("basin_fuse_uploads_total", "Files written to the bucket (on close or fsync).")
+	descUploadSize      = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
+	descStreams         = desc("basin_fuse_streamed_uploads_total", "Files whose upload started while they were written (a large file written sequentially).")
+	descStreamed        = desc("basin_fuse_streamed_bytes_total", "Bytes of files uploaded while they were written, before their close or fsync.")
+	descFallbacks       = prometheus.NewDesc("basin_fuse_stream_fallbacks_total", "Uploads started while a file was written and given up (the file is uploaded whole at close), by reason: rewrite, truncate, unlink, rename, error.", []string{"reason"}, nil)
 )
 
 // sourceCollector turns the Stats snapshots of a cache and a file system
@@ -69,6 +76,7 @@ type sourceCollector struct {
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHits, descMisses, descHitBytes, descMissBytes, descLocalOpens, descEvictions,
 		descUsed, descCapacity, descObjects, descPinned,
+		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
 		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize} {
 		ch <- d
 	}
@@ -92,6 +100,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUsed, s.UsedBytes)
 		gauge(descCapacity, s.Capacity)
 		gauge(descObjects, s.Objects)
+		counter(descPrefetchObjects, s.PrefetchObjects)
+		counter(descPrefetchBytes, s.PrefetchBytes)
+		counter(descPrefetchRead, s.PrefetchReadBytes)
+		counter(descPrefetchEvicted, s.PrefetchEvictedBytes)
 	}
 	if c.src.Pinned != nil {
 		gauge(descPinned, c.src.Pinned())
@@ -105,5 +117,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descReadBytes, s.UserReadBytes)
 		counter(descUploads, s.Uploads)
 		counter(descUploadSize, s.UploadBytes)
+		counter(descStreams, s.StreamedUploads)
+		counter(descStreamed, s.StreamedBytes)
+		for reason, n := range s.StreamFallbacks {
+			ch <- prometheus.MustNewConstMetric(descFallbacks, prometheus.CounterValue, float64(n), reason)
+		}
 	}
 }

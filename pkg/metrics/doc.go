@@ -12,9 +12,15 @@
 //	basin_cache_evictions_total                               objects evicted
 //	basin_cache_used_bytes, basin_cache_capacity_bytes, basin_cache_objects
 //	basin_cache_pinned_objects                                held by open handles or fetches
+//	basin_cache_prefetch_objects_total, basin_cache_prefetch_bytes_total
+//	                                                          directory prefetch (pkg/cache prefetch.go)
+//	basin_cache_prefetch_read_bytes_total                     prefetched bytes opened later
+//	basin_cache_prefetch_evicted_bytes_total                  prefetched bytes evicted unread
 //	basin_fuse_passthrough_opens_total, basin_fuse_user_opens_total
 //	basin_fuse_read_bytes_total                               bytes returned by user-space READs
 //	basin_fuse_uploads_total, basin_fuse_upload_bytes_total
+//	basin_fuse_streamed_uploads_total, basin_fuse_streamed_bytes_total   uploads started while written
+//	basin_fuse_stream_fallbacks_total{reason}                 rewrite|truncate|unlink|rename|error
 //	basin_bucket_requests_total{op}                           stat|get|list|put|delete|copy|delete_prefix
 //	basin_bucket_request_errors_total{op,reason}
 //	basin_bucket_bytes_total{op}                              bytes read (get) and written (put)

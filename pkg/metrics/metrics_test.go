@@ -141,7 +141,10 @@ func TestReason(t *testing.T) {
 func TestSources(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	err := RegisterSources(reg, Sources{
-		Cache:  func() cache.Stats { return cache.Stats{Hits: 5, HitBytes: 500, UsedBytes: 42, Capacity: 100} },
+		Cache: func() cache.Stats {
+			return cache.Stats{Hits: 5, HitBytes: 500, UsedBytes: 42, Capacity: 100,
+				PrefetchObjects: 6, PrefetchBytes: 600, PrefetchReadBytes: 400, PrefetchEvictedBytes: 100}
+		},
 		Pinned: func() int64 { return 3 },
 		FS:     func() fuse.Stats { return fuse.Stats{PassthroughOpens: 9, Uploads: 2} },
 	})
@@ -152,6 +155,8 @@ func TestSources(t *testing.T) {
 		"basin_cache_hits_total": 5, "basin_cache_hit_bytes_total": 500, "basin_cache_used_bytes": 42,
 		"basin_cache_capacity_bytes": 100, "basin_cache_pinned_objects": 3,
 		"basin_fuse_passthrough_opens_total": 9, "basin_fuse_uploads_total": 2, "basin_cache_misses_total": 0,
+		"basin_cache_prefetch_objects_total": 6, "basin_cache_prefetch_bytes_total": 600,
+		"basin_cache_prefetch_read_bytes_total": 400, "basin_cache_prefetch_evicted_bytes_total": 100,
 	} {
 		if got, ok := value(t, reg, name, nil); !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)

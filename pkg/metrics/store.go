@@ -147,6 +147,34 @@ func (s *store) Put(ctx context.Context, key string, r io.Reader, opts objstore.
 	return info, err
 }
 
+// StartStream forwards to the store; the stream's Complete counts as one
+// put of the whole object (its parts are not counted one by one).
+func (s *store) StartStream(ctx context.Context, key string, src io.ReaderAt, opts objstore.StreamOptions) (objstore.Stream, error) {
+	st, err := s.next.StartStream(ctx, key, src, opts)
+	if err != nil {
+		s.m.observe(OpPut, time.Now(), err)
+		return nil, err
+	}
+	return &stream{Stream: st, m: s.m, start: time.Now()}, nil
+}
+
+// stream records a streamed upload when it completes.
+type stream struct {
+	objstore.Stream
+	// constant
+	m     *StoreMetrics
+	start time.Time
+}
+
+func (s *stream) Complete(ctx context.Context, size int64) (objstore.ObjectInfo, error) {
+	info, err := s.Stream.Complete(ctx, size)
+	s.m.observe(OpPut, s.start, err)
+	if err == nil {
+		s.m.bytes.WithLabelValues(OpPut).Add(float64(info.Size))
+	}
+	return info, err
+}
+
 func (s *store) Delete(ctx context.Context, key string) error {
 	start := time.Now()
 	err := s.next.Delete(ctx, key)

@@ -141,6 +141,7 @@ func TestValidate(t *testing.T) {
 		"negative TTL":       func(s *Spec) { s.MetadataTTL = -2 * time.Second },
 		"negative readahead": func(s *Spec) { s.ReadAhead = -1 },
 		"fetches":            func(s *Spec) { s.MaxParallelFetches = MaxParallelFetches + 1 },
+		"prefetch budget":    func(s *Spec) { s.PrefetchBudget = 0 },
 		"op timeout":         func(s *Spec) { s.OpTimeout = 0 },
 		"uid":                func(s *Spec) { s.UID = MaxID + 1 },
 		"mode":               func(s *Spec) { s.FileMode = 0o4755 },

@@ -63,6 +63,11 @@ type Spec struct {
 	NegativeMetadataTTL time.Duration `json:"negativeMetadataTTL"`
 	ReadAhead           int64         `json:"readAhead"` // bytes; 0 disables prefetching
 	MaxParallelFetches  int           `json:"maxParallelFetches"`
+	// Prefetch fetches the other small files of a directory a reader
+	// opens files of, in the background; PrefetchBudget bounds the bytes
+	// so fetched that no reader opened since.
+	Prefetch       bool  `json:"prefetch"`
+	PrefetchBudget int64 `json:"prefetchBudget"`
 	// OpTimeout bounds the bucket requests of one file system operation.
 	OpTimeout time.Duration `json:"opTimeout"`
 
@@ -89,6 +94,7 @@ const (
 	DefaultNegativeMetadataTTL = mountdefaults.NegativeMetadataTTL
 	DefaultMaxParallelFetches  = mountdefaults.MaxParallelFetches
 	DefaultReadAhead           = mountdefaults.ReadAhead
+	DefaultPrefetchBudget      = mountdefaults.PrefetchBudget
 	DefaultOpTimeout           = mountdefaults.OpTimeout
 	DefaultFileMode            = mountdefaults.FileMode
 	DefaultDirMode             = mountdefaults.DirMode
@@ -118,6 +124,8 @@ func Default() Spec {
 		NegativeMetadataTTL: DefaultNegativeMetadataTTL,
 		ReadAhead:           DefaultReadAhead,
 		MaxParallelFetches:  DefaultMaxParallelFetches,
+		Prefetch:            true,
+		PrefetchBudget:      DefaultPrefetchBudget,
 		OpTimeout:           DefaultOpTimeout,
 		UID:                 -1,
 		GID:                 -1,
@@ -161,6 +169,9 @@ func (s Spec) Validate() error {
 	}
 	if s.MaxParallelFetches < 1 || s.MaxParallelFetches > MaxParallelFetches {
 		bad("maxParallelFetches %d: want from 1 to %d", s.MaxParallelFetches, MaxParallelFetches)
+	}
+	if s.PrefetchBudget < 1 {
+		bad("prefetchBudget %d: want 1 or more bytes (prefetch false turns prefetching off)", s.PrefetchBudget)
 	}
 	if s.OpTimeout <= 0 {
 		bad("opTimeout %v: want a positive duration", s.OpTimeout)

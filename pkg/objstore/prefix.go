@@ -95,6 +95,29 @@ func (p *prefixStore) Put(ctx context.Context, key string, body io.Reader, opts 
 	return p.rel(info), err
 }
 
+func (p *prefixStore) StartStream(ctx context.Context, key string, src io.ReaderAt, opts StreamOptions) (Stream, error) {
+	full, err := p.full(key)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.s.StartStream(ctx, full, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	return prefixStream{Stream: st, p: p}, nil
+}
+
+// prefixStream maps the completed object's key to the view.
+type prefixStream struct {
+	Stream
+	p *prefixStore
+}
+
+func (s prefixStream) Complete(ctx context.Context, size int64) (ObjectInfo, error) {
+	info, err := s.Stream.Complete(ctx, size)
+	return s.p.rel(info), err
+}
+
 func (p *prefixStore) Delete(ctx context.Context, key string) error {
 	full, err := p.full(key)
 	if err != nil {

@@ -77,6 +77,12 @@ type Store interface {
 	// Put stores the body under key, replacing any previous version, and
 	// returns the new version. Large bodies are uploaded in parts.
 	Put(ctx context.Context, key string, body io.Reader, opts PutOptions) (ObjectInfo, error)
+	// StartStream begins an upload of key whose content is read from src
+	// while src is still being written (see Stream): large files go up
+	// part by part as they are written. It never waits for the network;
+	// ctx bounds the whole upload. Nothing replaces the previous object
+	// until the stream's Complete returns.
+	StartStream(ctx context.Context, key string, src io.ReaderAt, opts StreamOptions) (Stream, error)
 	// Delete removes the object. Deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 	// Copy copies src to dst inside the bucket (server side where possible)

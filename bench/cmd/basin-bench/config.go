@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,11 @@ import (
 // allSystems lists the systems in report column order, the ceiling last.
 func allSystems() []string { return []string{"basin", "rclone", "s3fs", "gcsfuse", "local"} }
 
+// extraSystems are systems -systems accepts that the default leaves out:
+// basin-noprefetch, Basin with directory prefetch off, and basin-b, the
+// -basin-b binary.
+func extraSystems() []string { return []string{"basin-noprefetch", "basin-b"} }
+
 // config is the command's typed configuration.
 type config struct {
 	mode       string // "full" or "quick"
@@ -29,6 +35,8 @@ type config struct {
 	minioBin   string
 	gcsBin     string
 	basinBin   string
+	basinBBin  string
+	minioDir   string
 	outDir     string
 	command    string
 	uploadJobs int
@@ -96,6 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		writeFiles, randReads, torchWorkers int
 		smallSize, ckptSize, writeSize      int64
 		python, torchScript                 string
+		scenarios                           []int
 	)
 	fs.BoolVar(&quick, "quick", false, "reduced data sets and deadlines (make bench-quick)")
 	fs.StringVar(&systems, "systems", strings.Join(allSystems(), ","), "systems to run, in column order")
@@ -104,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.minioBin, "minio", "minio", "MinIO binary (name or path)")
 	fs.StringVar(&c.gcsBin, "fake-gcs", "fake-gcs-server", "fake-gcs-server binary (name or path)")
 	fs.StringVar(&c.basinBin, "basin", "", "csi-driver binary (default <work>/bin/csi-driver)")
+	fs.StringVar(&c.minioDir, "minio-dir", "", "MinIO's data directory (default <work>/minio); a tmpfs keeps the bucket's writes off the disk the cache writes to, as a remote bucket does")
+	fs.StringVar(&c.basinBBin, "basin-b", "", "a second csi-driver binary, the column basin-b (an A/B of two builds; add basin-b to -systems)")
 	fs.StringVar(&c.outDir, "out", "bench/results", "directory of the report files")
 	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
 	fs.IntVar(&c.uploadJobs, "upload-jobs", 16, "parallel uploads while generating data sets")
@@ -120,6 +131,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&writeFiles, "write-files", 0, "override: shards written by the write scenario")
 	fs.Int64Var(&writeSize, "write-size", 0, "override: size of each written shard, bytes")
 	fs.IntVar(&randReads, "rand-reads", 0, "override: number of random reads")
+	fs.Func("scenarios", "play only these scenarios, by number (e.g. 5 or 1,5); default all", func(v string) error {
+		for f := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("scenario %q: want a number", f)
+			}
+			scenarios = append(scenarios, n)
+		}
+		return nil
+	})
 	fs.StringVar(&python, "python", "/usr/bin/python3", "interpreter with torch (Debian python3-torch)")
 	fs.StringVar(&torchScript, "torch-script", "bench/torch_epoch.py", "the DataLoader epoch script")
 	fs.IntVar(&torchWorkers, "torch-workers", 4, "DataLoader workers")
@@ -149,14 +170,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	override(&c.run.RandReads, randReads)
 	override(&c.run.PhaseTimeout, phaseTimeout)
 	c.run.Torch = scenario.TorchConfig{Python: python, Script: torchScript, Workers: torchWorkers, Batch: 64}
+	c.run.Scenarios = scenarios
 
 	c.proxy = *proxy
 	for _, name := range strings.Split(systems, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(allSystems(), name) {
-			return c, fmt.Errorf("unknown system %q (known: %s)", name, strings.Join(allSystems(), ", "))
+		if name == "basin-b" && c.basinBBin == "" {
+			return c, fmt.Errorf("system basin-b needs -basin-b")
+		}
+		if known := append(allSystems(), extraSystems()...); !slices.Contains(known, name) {
+			return c, fmt.Errorf("unknown system %q (known: %s)", name, strings.Join(known, ", "))
 		}
 		c.systems = append(c.systems, name)
+	}
+	if c.minioDir == "" {
+		c.minioDir = filepath.Join(c.workDir, "minio")
 	}
 	if c.basinBin == "" {
 		c.basinBin = filepath.Join(c.workDir, "bin", "csi-driver")

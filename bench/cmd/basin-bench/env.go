@@ -70,7 +70,7 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 		}
 		return false
 	}
-	if need("basin", "rclone", "s3fs") {
+	if need("basin", "basin-noprefetch", "basin-b", "rclone", "s3fs") {
 		e.s3 = startS3(ctx, cfg)
 		if e.s3.err != nil {
 			logf("S3 side unavailable: %v", e.s3.err)
@@ -82,7 +82,20 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 			logf("GCS side unavailable: %v", e.gcs.err)
 		}
 	}
-	sets := []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Images}
+	var sets []dataset.Set // the data sets the selected scenarios read
+	for _, u := range []struct {
+		set       dataset.Set
+		scenarios []int
+	}{
+		{cfg.run.Sets.Small, []int{1, 6}},
+		{cfg.run.Sets.Checkpoint, []int{2, 3}},
+		{cfg.run.Sets.Tree, []int{4}},
+		{cfg.run.Sets.Images, []int{8}},
+	} {
+		if len(cfg.run.Scenarios) == 0 || slices.ContainsFunc(u.scenarios, func(n int) bool { return slices.Contains(cfg.run.Scenarios, n) }) {
+			sets = append(sets, u.set)
+		}
+	}
 	sinks := []dataset.Sink{dataset.DirSink{Root: e.localRoot}}
 	for _, sd := range []*side{&e.s3, &e.gcs} {
 		if sd.store != nil && sd.err == nil {
@@ -120,7 +133,7 @@ func startS3(ctx context.Context, cfg config) side {
 		sd.err = fmt.Errorf("minio not found (install: GOBIN=~/.cache/basin-tools/bin go install github.com/minio/minio@latest)")
 		return sd
 	}
-	if sd.server, sd.err = servers.StartMinIO(ctx, bin, filepath.Join(cfg.workDir, "minio")); sd.err != nil {
+	if sd.server, sd.err = servers.StartMinIO(ctx, bin, cfg.minioDir); sd.err != nil {
 		return sd
 	}
 	pc := cfg.proxy

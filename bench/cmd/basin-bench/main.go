@@ -115,6 +115,10 @@ func systems(cfg config, env *environment) []sut.System {
 		switch name {
 		case "basin":
 			s = sut.NewBasin(se, cfg.basinBin)
+		case "basin-b":
+			s = sut.NewBasinNamed(se, "basin-b", cfg.basinBBin)
+		case "basin-noprefetch":
+			s = sut.NewBasinNoPrefetch(se, cfg.basinBin)
 		case "rclone":
 			s = sut.NewRclone(se)
 		case "s3fs":

@@ -84,6 +84,8 @@ type Attributes struct {
 	NegativeMetadataTTL time.Duration // same conventions
 	ReadAhead           int64         // bytes; 0 disables prefetching
 	MaxParallelFetches  int
+	Prefetch            bool  // directory prefetch on
+	PrefetchBudget      int64 // bytes prefetched and not opened since, at most
 
 	// What the files look like.
 	UID, GID          int64 // -1: unset (the FUSE process's own)
@@ -127,6 +129,8 @@ func Defaults() Attributes {
 		NegativeMetadataTTL: d.NegativeMetadataTTL,
 		ReadAhead:           d.ReadAhead,
 		MaxParallelFetches:  d.MaxParallelFetches,
+		Prefetch:            d.Prefetch,
+		PrefetchBudget:      d.PrefetchBudget,
 		UID:                 d.UID,
 		GID:                 d.GID,
 		FileMode:            d.FileMode,
@@ -177,6 +181,7 @@ func (a Attributes) MountSpec() mountspec.Spec {
 	s.CacheSize, s.CacheBlockSize = a.CacheSize, a.CacheBlockSize
 	s.MetadataTTL, s.NegativeMetadataTTL = a.MetadataTTL, a.NegativeMetadataTTL
 	s.ReadAhead, s.MaxParallelFetches = a.ReadAhead, a.MaxParallelFetches
+	s.Prefetch, s.PrefetchBudget = a.Prefetch, a.PrefetchBudget
 	s.UID, s.GID, s.FileMode, s.DirMode = a.UID, a.GID, a.FileMode, a.DirMode
 	s.ReadOnly, s.OpenMode = a.ReadOnly, a.OpenMode
 	s.MountOptions = slices.Clone(a.MountOptions)

@@ -41,6 +41,8 @@ func fields() []field {
 		ttlField(KeyNegativeMetadataTTL, func(a *Attributes) *time.Duration { return &a.NegativeMetadataTTL }),
 		sizeField(KeyReadAhead, func(a *Attributes) *int64 { return &a.ReadAhead }, 0, math.MaxInt64-1, 1),
 		{KeyMaxParallelFetches, parseMaxParallelFetches, func(a Attributes) string { return strconv.Itoa(a.MaxParallelFetches) }},
+		boolField(KeyPrefetch, func(a *Attributes) *bool { return &a.Prefetch }),
+		sizeField(KeyPrefetchBudget, func(a *Attributes) *int64 { return &a.PrefetchBudget }, 1, math.MaxInt64-1, 1),
 		idField(KeyUID, func(a *Attributes) *int64 { return &a.UID }),
 		idField(KeyGID, func(a *Attributes) *int64 { return &a.GID }),
 		modeField(KeyFileMode, func(a *Attributes) *os.FileMode { return &a.FileMode }),

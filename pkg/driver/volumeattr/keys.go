@@ -38,6 +38,12 @@ const (
 	KeyReadAhead = "readAhead"
 	// KeyMaxParallelFetches bounds the concurrent GETs of one mount.
 	KeyMaxParallelFetches = "maxParallelFetches"
+	// KeyPrefetch set to false turns directory prefetch off: fetching the
+	// other small files of a directory a reader opens files of.
+	KeyPrefetch = "prefetch"
+	// KeyPrefetchBudget bounds the bytes prefetched that no reader
+	// opened since (quantity).
+	KeyPrefetchBudget = "prefetchBudget"
 	// KeyUID and KeyGID own every file; unset means the FUSE process's own.
 	KeyUID = "uid"
 	KeyGID = "gid"
@@ -97,7 +103,7 @@ func Keys() []string {
 	return []string{
 		KeyBackend, KeyBucket, KeyPrefix, KeyEndpoint, KeyRegion, KeyPathStyle, KeyProject,
 		KeyCacheSize, KeyCacheBlockSize, KeyMetadataTTL, KeyNegativeMetadataTTL, KeyReadAhead,
-		KeyMaxParallelFetches, KeyUID, KeyGID, KeyFileMode, KeyDirMode, KeyReadOnly,
+		KeyMaxParallelFetches, KeyPrefetch, KeyPrefetchBudget, KeyUID, KeyGID, KeyFileMode, KeyDirMode, KeyReadOnly,
 		KeyOpenMode, KeyProvisioning, KeyReclaim, KeyMountOptions, KeyWarmup, KeyCacheAffinity,
 	}
 }

@@ -59,6 +59,9 @@ func TestParseValues(t *testing.T) {
 		{"retain", map[string]string{KeyReclaim: "retain"}, func(a Attributes) bool { return a.Reclaim == ReclaimRetain }},
 		{"cache affinity default", map[string]string{}, func(a Attributes) bool { return a.CacheAffinity }},
 		{"cache affinity off", map[string]string{KeyCacheAffinity: "false"}, func(a Attributes) bool { return !a.CacheAffinity }},
+		{"prefetch default", map[string]string{}, func(a Attributes) bool { return a.Prefetch && a.PrefetchBudget == 4<<30 }},
+		{"prefetch off", map[string]string{KeyPrefetch: "false"}, func(a Attributes) bool { return !a.Prefetch && a.MountSpec().Prefetch == false }},
+		{"prefetch budget", map[string]string{KeyPrefetchBudget: "512Mi"}, func(a Attributes) bool { return a.PrefetchBudget == 512<<20 && a.MountSpec().PrefetchBudget == 512<<20 }},
 		{"gcs project", map[string]string{KeyBackend: "gcs", KeyProject: "p-1"}, func(a Attributes) bool { return a.Backend == objstore.BackendGCS && a.Project == "p-1" }},
 		{"file dir", map[string]string{KeyBackend: "file", KeyBucket: "/srv/data"}, func(a Attributes) bool { return a.Bucket == "/srv/data" && a.Provisioning == ProvisionPrefix }},
 		{"kubernetes keys ignored", map[string]string{
@@ -102,6 +105,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad bool", map[string]string{KeyReadOnly: "yes"}, nil, []string{KeyReadOnly}},
 		{"bad open mode", map[string]string{KeyOpenMode: "Kernel"}, nil, []string{KeyOpenMode, `"server"`, `"kernel"`}},
 		{"bad cache affinity", map[string]string{KeyCacheAffinity: "off"}, nil, []string{KeyCacheAffinity}},
+		{"bad prefetch", map[string]string{KeyPrefetch: "sometimes"}, nil, []string{KeyPrefetch}},
+		{"prefetch budget zero", map[string]string{KeyPrefetchBudget: "0"}, nil, []string{KeyPrefetchBudget}},
 		{"bad provisioning", map[string]string{KeyProvisioning: "volume"}, nil, []string{KeyProvisioning}},
 		{"bad reclaim", map[string]string{KeyReclaim: "keep"}, nil, []string{KeyReclaim}},
 		{"bad endpoint", map[string]string{KeyEndpoint: "minio:9000"}, nil, []string{KeyEndpoint}},

@@ -49,6 +49,8 @@ func (genAttrs) Generate(r *rand.Rand, _ int) reflect.Value {
 	}
 	a.MetadataTTL, a.NegativeMetadataTTL = ttl(), ttl()
 	a.MaxParallelFetches = 1 + r.Intn(maxParallelFetches)
+	a.Prefetch = r.Intn(2) == 0
+	a.PrefetchBudget = pick64(r, 1, size(1), size(1<<30))
 	a.UID, a.GID = pick64(r, -1, 0, r.Int63n(maxID+1)), pick64(r, -1, 0, 65534)
 	a.FileMode, a.DirMode = os.FileMode(r.Intn(int(maxModeBits)+1)), os.FileMode(r.Intn(int(maxModeBits)+1))
 	a.ReadOnly = r.Intn(2) == 0
@@ -101,7 +103,7 @@ func TestEncodeIsCanonical(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := Encode(a)
-	want := map[string]string{KeyCacheSize: "1Gi", KeyMetadataTTL: "1m30s", KeyFileMode: "0600", KeyProvisioning: "prefix", KeyReclaim: "delete", KeyReadOnly: "false", KeyCacheAffinity: "true"}
+	want := map[string]string{KeyCacheSize: "1Gi", KeyMetadataTTL: "1m30s", KeyFileMode: "0600", KeyProvisioning: "prefix", KeyReclaim: "delete", KeyReadOnly: "false", KeyCacheAffinity: "true", KeyPrefetch: "true", KeyPrefetchBudget: "4Gi"}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("Encode[%s] = %q; want %q", k, m[k], v)

@@ -79,44 +79,79 @@ func (c ctxReader) Read(p []byte) (int, error) {
 
 // write creates key's new content with fill and moves it into place.
 func (s *Store) write(ctx context.Context, op, key string, fill func(*os.File) error) (objstore.ObjectInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return objstore.ObjectInfo{}, mapErr(op, key, err)
-	}
-	rel, err := keyToPath(key)
+	t, err := s.begin(ctx, op, key)
 	if err != nil {
 		return objstore.ObjectInfo{}, err
-	}
-	f, tmp, err := s.createTemp(filepath.Dir(rel))
-	if err != nil {
-		return objstore.ObjectInfo{}, conflictErr(op, key, err)
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			_ = f.Close()
-			_ = s.root.Remove(tmp)
+			t.discard()
 		}
 	}()
-	if err := fill(f); err != nil {
+	if err := fill(t.f); err != nil {
 		return objstore.ObjectInfo{}, mapErr(op, key, err)
 	}
-	if err := f.Sync(); err != nil {
-		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	info, err := t.commit()
+	committed = err == nil
+	return info, err
+}
+
+// tempObject is the new content of a key, in a temporary file next to it
+// until commit moves it into place.
+type tempObject struct {
+	// constant
+	s       *Store
+	op, key string
+	rel     string // key's path
+	tmp     string // the temporary file's path
+	f       *os.File
+}
+
+// begin creates the temporary file of key's new content.
+func (s *Store) begin(ctx context.Context, op, key string) (*tempObject, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, mapErr(op, key, err)
+	}
+	rel, err := keyToPath(key)
+	if err != nil {
+		return nil, err
+	}
+	f, tmp, err := s.createTemp(filepath.Dir(rel))
+	if err != nil {
+		return nil, conflictErr(op, key, err)
+	}
+	return &tempObject{s: s, op: op, key: key, rel: rel, tmp: tmp, f: f}, nil
+}
+
+// commit makes the content durable and renames it over the key. On
+// failure the caller discards it.
+func (t *tempObject) commit() (objstore.ObjectInfo, error) {
+	if err := t.f.Sync(); err != nil {
+		return objstore.ObjectInfo{}, mapErr(t.op, t.key, err)
 	}
 	// Renaming keeps size, mtime and inode: the version is known now.
-	fi, err := f.Stat()
+	fi, err := t.f.Stat()
 	if err != nil {
-		return objstore.ObjectInfo{}, mapErr(op, key, err)
+		return objstore.ObjectInfo{}, mapErr(t.op, t.key, err)
 	}
-	if err := s.root.Rename(tmp, rel); err != nil {
-		return objstore.ObjectInfo{}, conflictErr(op, key, err)
+	if err := t.s.root.Rename(t.tmp, t.rel); err != nil {
+		return objstore.ObjectInfo{}, conflictErr(t.op, t.key, err)
 	}
-	committed = true
-	if err := f.Close(); err != nil {
-		return objstore.ObjectInfo{}, mapErr(op, key, err)
+	t.tmp = "" // nothing left to discard but the descriptor
+	if err := t.f.Close(); err != nil {
+		return objstore.ObjectInfo{}, mapErr(t.op, t.key, err)
 	}
-	s.syncDir(filepath.Dir(rel))
-	return objectInfo(key, fi), nil
+	t.s.syncDir(filepath.Dir(t.rel))
+	return objectInfo(t.key, fi), nil
+}
+
+// discard removes the temporary file of content never committed.
+func (t *tempObject) discard() {
+	_ = t.f.Close()
+	if t.tmp != "" {
+		_ = t.s.root.Remove(t.tmp)
+	}
 }
 
 // createTemp creates a fresh temporary file in dir, creating dir first.

@@ -28,11 +28,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lim := &attemptLimiter{max: s.cfg.MaxAttempts}
-	w := s.bucket.Object(key).Retryer(storage.WithErrorFunc(lim.shouldRetry)).NewWriter(wctx)
-	w.ChunkSize = chunkSize(s.cfg.PartSize, opts.Size)
-	w.ProgressFunc = lim.progress
-	w.ContentType = opts.ContentType
+	w := s.newWriter(wctx, key, chunkSize(s.cfg.PartSize, opts.Size), opts.ContentType)
 
 	src := &bodyReader{r: body}
 	n, copyErr := io.Copy(w, src)
@@ -54,6 +50,17 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 		return objstore.ObjectInfo{}, mapErr(opPut, key, closeErr)
 	}
 	return infoFromAttrs(w.Attrs()), nil
+}
+
+// newWriter returns the SDK's Writer of key, its retries bounded by
+// MaxAttempts per chunk (attemptLimiter).
+func (s *Store) newWriter(ctx context.Context, key string, chunk int, contentType string) *storage.Writer {
+	lim := &attemptLimiter{max: s.cfg.MaxAttempts}
+	w := s.bucket.Object(key).Retryer(storage.WithErrorFunc(lim.shouldRetry)).NewWriter(ctx)
+	w.ChunkSize = chunk
+	w.ProgressFunc = lim.progress
+	w.ContentType = contentType
+	return w
 }
 
 // chunkSize picks the Writer's chunk. The Writer allocates a buffer of that

@@ -28,6 +28,7 @@ const (
 	OpDelete       Op = "Delete"
 	OpCopy         Op = "Copy"
 	OpDeletePrefix Op = "DeletePrefix"
+	OpStreamPart   Op = "StreamPart" // one part of a streamed upload
 	OpBucketExists Op = "BucketExists"
 	OpCreateBucket Op = "CreateBucket"
 	OpDeleteBucket Op = "DeleteBucket"

@@ -40,6 +40,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"Overwrite", testOverwrite},
 		{"Missing", testMissing},
 		{"Multipart", testMultipart},
+		{"Stream", testStream},
 		{"ListOrder", testListOrder},
 		{"ListPagination", testListPagination},
 		{"ListDelimiter", testListDelimiter},

@@ -22,8 +22,11 @@ import (
 const defaultRegion = "us-east-1"
 
 // maxIdleConnsPerHost keeps enough pooled connections for the cache's
-// parallel ranged reads and the uploader's parts (the SDK default is 10).
-const maxIdleConnsPerHost = 64
+// parallel ranged reads, directory prefetch's GETs (64) and the
+// uploader's parts (the SDK default is 10): a request beyond the idle
+// pool closes its connection after use, and the next one pays a new
+// handshake.
+const maxIdleConnsPerHost = 128
 
 // client is the SDK client and what New and NewAdmin resolved around it.
 type client struct {

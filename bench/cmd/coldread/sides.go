@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/wanproxy"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
+	"golang.org/x/sys/unix"
+)
+
+// side is one way of reading the objects, timed as a whole.
+type side interface {
+	name() string
+	// read returns the timed read of all objects.
+	read(ctx context.Context) func() (time.Duration, error)
+}
+
+// result is one timed side of a round.
+type result struct {
+	took time.Duration
+	gets int64
+}
+
+func (r result) mbps(size int64) float64 { return float64(size) / r.took.Seconds() / 1e6 }
+
+// measure drops the page cache, runs fn, which times itself, and counts
+// the GETs it sent.
+func measure(p *wanproxy.Proxy, fn func() (time.Duration, error)) (result, error) {
+	if err := scenario.DropCaches(); err != nil {
+		return result{}, err
+	}
+	before := p.Stats()
+	took, err := fn()
+	if err != nil {
+		return result{}, err
+	}
+	return result{took: took, gets: p.Stats().Sub(before)[wanproxy.KindGet].Requests}, nil
+}
+
+// downloadSide downloads the objects one after the other, each by
+// parallel ranged GETs.
+type downloadSide struct {
+	store    objstore.Store
+	infos    []objstore.ObjectInfo
+	part     int64
+	parallel int
+	toFile   bool
+	work     string
+}
+
+func (d *downloadSide) name() string { return fmt.Sprintf("download%d", d.parallel) }
+
+func (d *downloadSide) read(ctx context.Context) func() (time.Duration, error) {
+	return func() (time.Duration, error) {
+		var took time.Duration
+		for _, info := range d.infos {
+			t, err := d.one(ctx, info)
+			if err != nil {
+				return 0, err
+			}
+			took += t
+		}
+		return took, nil
+	}
+}
+
+// one times the download of info, into memory or into a new file under
+// work (removed afterwards).
+func (d *downloadSide) one(ctx context.Context, info objstore.ObjectInfo) (time.Duration, error) {
+	var to io.WriterAt // nil: into memory
+	if d.toFile {
+		f, err := os.CreateTemp(d.work, "download-*")
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = os.Remove(f.Name()) }()
+		defer func() { _ = f.Close() }()
+		to = f
+	}
+	start := time.Now()
+	err := objstoretest.RangedDownload(ctx, d.store, info, d.part, d.parallel, to)
+	return time.Since(start), err
+}
+
+// mountSide reads the objects through a fresh mount of one binary with
+// an empty cache, one after the other.
+type mountSide struct {
+	label, bin string
+	flags      []string // after the shared -basin-flag ones
+	sys        sut.System
+	infos      []objstore.ObjectInfo
+}
+
+func (m *mountSide) name() string   { return m.label }
+func (m *mountSide) String() string { return m.label + "=" + m.bin }
+
+func (m *mountSide) read(ctx context.Context) func() (time.Duration, error) {
+	return func() (time.Duration, error) { return readMounted(ctx, m.sys, m.infos) }
+}
+
+// readMounted mounts with an empty cache, then times the open and the
+// sequential read of each object in 1 MiB reads, checks the sizes and
+// unmounts.
+func readMounted(ctx context.Context, s sut.System, infos []objstore.ObjectInfo) (time.Duration, error) {
+	if err := s.DropCache(); err != nil {
+		return 0, err
+	}
+	mnt, err := s.Mount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = s.Unmount(ctx) }()
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	for _, info := range infos {
+		if err := readFile(filepath.Join(mnt, info.Key), info.Size, buf); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+func readFile(path string, size int64, buf []byte) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	n, err := io.CopyBuffer(io.Discard, onlyReader{f}, buf)
+	if err == nil && n != size {
+		err = fmt.Errorf("read %d bytes of %d of %s through the mount", n, size, path)
+	}
+	return err
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at dir for the bucket's data.
+func mountTmpfs(dir string, size int64) (unmount func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		return nil, fmt.Errorf("tmpfs for the bucket at %s (or use -bucket-on-disk): %w", dir, err)
+	}
+	return func() { _ = unix.Unmount(dir, 0) }, nil
+}
+
+// onlyReader hides WriterTo/ReaderFrom so that io.CopyBuffer uses read(2).
+type onlyReader struct{ io.Reader }
+
+// ensureObject writes key with deterministic content unless an object of
+// that size is there.
+func ensureObject(ctx context.Context, s objstore.Store, key string, size int64) error {
+	if info, err := s.Stat(ctx, key); err == nil && info.Size == size {
+		return nil
+	}
+	fmt.Printf("writing %s (%d MiB)\n", key, size>>20)
+	_, err := s.Put(ctx, key, dataset.Checkpoint(1, size).Content(key, size), objstore.PutOptions{Size: size})
+	return err
+}
