@@ -154,12 +154,24 @@ func TestMountCommandFile(t *testing.T) {
 }
 
 func TestMountCommandReadOnly(t *testing.T) {
-	testserver.RequireFUSE(t)
-	bucket, mnt := t.TempDir(), t.TempDir()
-	startMount(t, mnt, "--cache-dir", t.TempDir(), "--read-only", "file://"+bucket, mnt)
-	err := os.WriteFile(filepath.Join(mnt, "x"), nil, 0o644)
-	if errno, _ := err.(*os.PathError); errno == nil || errno.Err != syscall.EROFS {
-		t.Errorf("write on a read-only mount: %v, want EROFS", err)
+	for _, mode := range []string{"server", "kernel"} {
+		t.Run(mode, func(t *testing.T) {
+			testserver.RequireFUSE(t)
+			bucket, mnt := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("content"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			startMount(t, mnt, "--cache-dir", t.TempDir(), "--read-only", "--open-mode", mode, "file://"+bucket, mnt)
+			err := os.WriteFile(filepath.Join(mnt, "x"), nil, 0o644)
+			if errno, _ := err.(*os.PathError); errno == nil || errno.Err != syscall.EROFS {
+				t.Errorf("write on a read-only mount: %v, want EROFS", err)
+			}
+			for range 2 {
+				if got, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(got) != "content" {
+					t.Errorf("read %q, %v", got, err)
+				}
+			}
+		})
 	}
 }
 

@@ -215,7 +215,7 @@ func runtimeConfig(s mountspec.Spec, volumeID string) (cache.Options, fuse.Confi
 		VolumeID: volumeID, ReadOnly: s.Flags().ReadOnly,
 		UID: uint32(uid), GID: uint32(gid), FileMode: s.FileMode, DirMode: s.DirMode,
 		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
-		ReadAhead: s.ReadAhead, OpTimeout: s.OpTimeout,
+		ReadAhead: s.ReadAhead, OpTimeout: s.OpTimeout, OpenMode: s.OpenMode,
 	}
 	if s.ReadAhead == 0 {
 		fc.ReadAhead = -1 // 0 in a spec means "off"

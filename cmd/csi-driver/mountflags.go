@@ -71,6 +71,23 @@ func (v modeValue) Set(s string) error {
 	return nil
 }
 
+type openModeValue struct{ p *mountspec.OpenMode }
+
+func (v openModeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+
+func (v openModeValue) Set(s string) error {
+	if m := mountspec.OpenMode(s); m.Valid() {
+		*v.p = m
+		return nil
+	}
+	return fmt.Errorf("invalid open mode %q: want one of %q", s, mountspec.OpenModes())
+}
+
 // mountFlagSet declares the flags of `csi-driver mount` into f.
 func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
@@ -91,6 +108,7 @@ func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs.Var(quantityValue{&s.PrefetchBudget}, "prefetch-budget", "bound on the bytes prefetched that no reader opened since (`quantity`)")
 	fs.DurationVar(&s.OpTimeout, "op-timeout", s.OpTimeout, "bound on the bucket requests of one file system operation (past it the operation fails with EIO), and on the check of the bucket at mount")
 	fs.BoolVar(&s.ReadOnly, "read-only", s.ReadOnly, "mount read-only: every change fails with EROFS")
+	fs.Var(openModeValue{&s.OpenMode}, "open-mode", "who opens regular files: server (every open is a FUSE request) or kernel (the kernel opens them itself, so a file in the page cache opens without a request; needs --read-only)")
 	fs.Int64Var(&s.UID, "uid", s.UID, "owner `uid` of all files (-1: the mounting user)")
 	fs.Int64Var(&s.GID, "gid", s.GID, "group `gid` of all files (-1: the mounting user's group)")
 	fs.Var(modeValue{&s.FileMode}, "file-mode", "permission bits of files (`octal`)")

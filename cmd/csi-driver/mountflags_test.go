@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/fuse"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -45,7 +46,7 @@ func TestParseMountArgs(t *testing.T) {
 			"--metadata-ttl", "-1", "--negative-metadata-ttl", "0", "--read-ahead", "0",
 			"--read-only", "--uid", "1000", "--gid", "2000", "--file-mode", "0600", "--dir-mode", "700",
 			"--allow-other", "--foreground", "--op-timeout", "5s", "--debug", "--max-parallel-fetches", "3",
-			"--disable-passthrough", "--volume-id", "vol-1", "--mount-options", "noexec,noatime",
+			"--disable-passthrough", "--volume-id", "vol-1", "--mount-options", "noexec,noatime", "--open-mode", "kernel",
 			"--prefetch=false", "--prefetch-budget", "1Gi",
 		}, func(t *testing.T, c mountConfig) {
 			if c.Spec.Prefetch || c.Spec.PrefetchBudget != 1<<30 || c.Cache.PrefetchBudget != -1 {
@@ -61,7 +62,8 @@ func TestParseMountArgs(t *testing.T) {
 				t.Errorf("cache %q %+v", c.CacheDir, c.Cache)
 			}
 			if !c.FS.ReadOnly || c.FS.UID != 1000 || c.FS.GID != 2000 || c.FS.FileMode != 0o600 || c.FS.DirMode != 0o700 ||
-				c.FS.ReadAhead != -1 || c.FS.OpTimeout != 5*time.Second || !c.FS.DisablePassthrough || c.FS.MetadataTTL != -1 {
+				c.FS.ReadAhead != -1 || c.FS.OpTimeout != 5*time.Second || !c.FS.DisablePassthrough || c.FS.MetadataTTL != -1 ||
+				c.FS.OpenMode != fuse.OpenKernel || c.Spec.OpenMode != mountspec.OpenKernel {
 				t.Errorf("fs %+v", c.FS)
 			}
 			if !c.Mount.AllowOther || !c.Mount.Debug || c.Mount.FsName != "basin:gs://bkt/" || !c.Mount.NoExec || !c.Mount.NoAtime {
@@ -116,6 +118,8 @@ func TestParseMountArgsErrors(t *testing.T) {
 		"standby, no resume":   {"--fd", "3", "--session", "s", "--standby-fd", "4", "s3://b"},
 		"standby on the fd":    {"--fd", "3", "--session", "s", "--resume", "--standby-fd", "3", "s3://b"},
 		"standby on stdio":     {"--fd", "3", "--session", "s", "--resume", "--standby-fd", "2", "s3://b"},
+		"kernel opens, rw":     {"--open-mode", "kernel", "s3://b", mnt},
+		"unknown open mode":    {"--open-mode", "client", "--read-only", "s3://b", mnt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := parseMountArgs(args); err == nil {

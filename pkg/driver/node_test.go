@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +81,20 @@ func TestNodeRequestValidation(t *testing.T) {
 				VolumeContext: with(good, volumeattr.KeyReadOnly, "true")})
 			return err
 		}, codes.InvalidArgument},
+		{"stage: kernel opens on a writable volume", func() error {
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: vc,
+				VolumeContext: with(good, volumeattr.KeyOpenMode, "kernel")})
+			if err != nil && !strings.Contains(err.Error(), volumeattr.KeyOpenMode) {
+				return fmt.Errorf("error %q does not name %s", err, volumeattr.KeyOpenMode)
+			}
+			return err
+		}, codes.InvalidArgument},
+		{"stage: kernel opens of a reader mode", func() error {
+			ro := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)
+			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v-ro", StagingTargetPath: t.TempDir(), VolumeCapability: ro,
+				VolumeContext: with(good, volumeattr.KeyOpenMode, "kernel")})
+			return err
+		}, codes.OK},
 		{"publish: not staged", func() error {
 			_, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", StagingTargetPath: dir, TargetPath: dir + "/t", VolumeCapability: vc})
 			return err

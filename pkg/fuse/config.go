@@ -46,7 +46,19 @@ type Config struct {
 	// is uploaded at close).
 	StreamPartSize int64
 	StreamParts    int
+	// OpenMode is who opens regular files; "" means OpenServer.
+	// OpenKernel needs ReadOnly (inoderead.go).
+	OpenMode OpenMode
 }
+
+// OpenMode says who opens regular files (internal/mountdefaults).
+type OpenMode = mountdefaults.OpenMode
+
+// The open modes.
+const (
+	OpenServer = mountdefaults.OpenServer
+	OpenKernel = mountdefaults.OpenKernel
+)
 
 // Defaults for Config's zero values: a mount's (internal/mountdefaults is
 // the one place they are written).
@@ -94,6 +106,9 @@ func (c Config) withDefaults() Config {
 	if c.StreamParts == 0 {
 		c.StreamParts = DefaultStreamParts
 	}
+	if c.OpenMode == "" {
+		c.OpenMode = OpenServer
+	}
 	return c
 }
 
@@ -111,6 +126,12 @@ func (c Config) Validate() error {
 	}
 	if c.StreamPartSize < 0 {
 		errs = append(errs, fmt.Errorf("stream part size %d is negative", c.StreamPartSize))
+	}
+	switch {
+	case c.OpenMode != "" && !c.OpenMode.Valid():
+		errs = append(errs, fmt.Errorf("open mode %q: want one of %v", c.OpenMode, mountdefaults.OpenModes()))
+	case c.OpenMode == OpenKernel && !c.ReadOnly:
+		errs = append(errs, fmt.Errorf("open mode %q needs a read-only mount", c.OpenMode))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))

@@ -47,6 +47,13 @@
 // attribute checks before reads, are answered from that version without a
 // request (so a TTL of 0 costs a request per open, not per read(2)).
 //
+// With Config.OpenMode OpenKernel (read-only mounts only) the first OPEN is
+// answered with ENOSYS and the kernel opens every file of the connection
+// itself: no OPEN, FLUSH or RELEASE, the page cache kept across opens, no
+// passthrough, no pinned version. READs arrive without a file handle and
+// are served by inode (inoderead.go); a new version found by the TTL drops
+// the inode's pages.
+//
 // The kernel allows one backing file per inode and refuses to mix
 // passthrough and cached opens of an inode, so: while an inode is open in
 // passthrough mode, further read opens share that backing file (they see the

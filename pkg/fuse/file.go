@@ -34,20 +34,64 @@ type fileNode struct {
 }
 
 var (
-	_ fs.NodeGetattrer = (*fileNode)(nil)
-	_ fs.NodeSetattrer = (*fileNode)(nil)
-	_ fs.NodeOpener    = (*fileNode)(nil)
-	_ fs.NodeStatfser  = (*fileNode)(nil)
+	_ fs.NodeGetattrer   = (*fileNode)(nil)
+	_ fs.NodeSetattrer   = (*fileNode)(nil)
+	_ fs.NodeOpener      = (*fileNode)(nil)
+	_ fs.NodeStatfser    = (*fileNode)(nil)
+	_ fs.NodeReader      = (*fileNode)(nil)
+	_ fs.NodeFlusher     = (*fileNode)(nil)
+	_ fs.NodeOnForgetter = (*fileNode)(nil)
 )
+
+// Read serves a READ: through its file handle, or by inode when the
+// kernel opened the file itself (OpenKernel, inoderead.go).
+func (n *fileNode) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (gofuse.ReadResult, syscall.Errno) {
+	if r, ok := fh.(fs.FileReader); ok {
+		return r.Read(ctx, dest, off)
+	}
+	if fh != nil {
+		return nil, syscall.EBADF
+	}
+	return n.fsys.inodeReads.read(ctx, n, dest, off)
+}
+
+// Flush flushes through the file handle. A file the kernel opened itself
+// (OpenKernel) has nothing to flush: ENOSYS makes the kernel stop sending
+// FLUSH at close(2) for the whole connection, a round trip less per file
+// (only regular files of a read-only mount are ever flushed there).
+func (n *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+	if f, ok := fh.(fs.FileFlusher); ok {
+		return f.Flush(ctx)
+	}
+	if fh == nil && n.fsys.cfg.OpenMode == OpenKernel {
+		n.fsys.counters.readFlushes.Add(1)
+		return syscall.ENOSYS
+	}
+	return 0
+}
+
+// OnForget closes the node's inode readers: the kernel forgot the inode.
+func (n *fileNode) OnForget() { n.fsys.inodeReads.forget(n) }
 
 func (n *fileNode) key() (string, bool) { return n.fsys.keyOf(n.EmbeddedInode()) }
 
 // setInfo records fresh bucket attributes unless a local write is pending.
+// In OpenKernel mode a new version also closes the node's inode readers and
+// drops its pages in the kernel: the kernel keeps them across opens and
+// drops them by itself only for a new size or modification time, and an
+// overwrite of the same size within the same second (S3's time
+// resolution) has neither. Sent before the attributes are answered, so the
+// read that asked for them finds no stale page.
 func (n *fileNode) setInfo(info objstore.ObjectInfo) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	old := n.info
 	if n.w == nil {
 		n.info = info
+	}
+	n.mu.Unlock()
+	if n.fsys.cfg.OpenMode == OpenKernel && old.Key != "" && !sameVersion(old, info) {
+		n.fsys.inodeReads.forget(n)
+		_ = n.NotifyContent(0, 0) // ENOENT if the kernel does not know the inode
 	}
 }
 
@@ -240,7 +284,10 @@ func (n *fileNode) releaseWrite(w *writeState, reader bool) {
 }
 
 // Open pins the object for reading, or joins/creates the write state.
+// In OpenKernel mode a read-only open answers ENOSYS: the kernel then
+// opens every file of the connection itself (inoderead.go).
 func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.fsys.counters.opens.Add(1)
 	acc := flags & syscall.O_ACCMODE
 	writing := acc != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
 	if writing {
@@ -248,6 +295,9 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 			return nil, 0, syscall.EROFS
 		}
 		return n.openWrite(ctx, flags)
+	}
+	if n.fsys.cfg.OpenMode == OpenKernel {
+		return nil, 0, syscall.ENOSYS
 	}
 	for attempt := 0; ; attempt++ {
 		n.mu.Lock()

@@ -27,6 +27,8 @@ type FS struct {
 	writes  *stagedWrites
 	root    *dirNode
 	started time.Time
+	// inodeReads serves READs without a file handle (OpenKernel).
+	inodeReads *inodeReaders
 
 	// mountMu guards mounted and server. server is set once by Mount
 	// before the first request is served and read by the passthrough probe.
@@ -61,7 +63,8 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	}
-	f := &FS{cfg: cfg.withDefaults(), store: store, cache: c, writes: newStagedWrites(c.WritesDir()), started: time.Now()}
+	f := &FS{cfg: cfg.withDefaults(), store: store, cache: c, writes: newStagedWrites(c.WritesDir()), started: time.Now(),
+		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal)}
 	f.root = &dirNode{fsys: f}
 	return f, nil
 }

@@ -87,6 +87,13 @@ func mountStore(t testing.TB, store objstore.Store, spec mountSpec) *testMount {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mountFS(t, fsys)
+}
+
+// mountFS mounts fsys and unmounts it at cleanup, even on failure.
+func mountFS(t testing.TB, fsys *FS) *testMount {
+	t.Helper()
+	testserver.RequireFUSE(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -99,7 +106,7 @@ func mountStore(t testing.TB, store objstore.Store, spec mountSpec) *testMount {
 		t.Fatalf("stat mount: %v", err)
 	}
 	t.Cleanup(func() { unmountOrAbort(t, m, dir, st.Dev) })
-	return &testMount{dir: dir, fsys: fsys, m: m, cache: backend}
+	return &testMount{dir: dir, fsys: fsys, m: m, cache: fsys.cache}
 }
 
 // unmountOrAbort unmounts; if that fails or hangs (a test left a file

@@ -127,6 +127,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	m := &Mounted{server: server, mountpoint: mountpoint, fdMode: fdMode, done: make(chan struct{})}
 	go func() {
 		server.Serve()
+		f.inodeReads.closeAll() // no RELEASE comes for them
 		close(m.done)
 	}()
 	waited := make(chan error, 1)

@@ -17,6 +17,12 @@ import (
 // cache directory: inode numbers are the same, and within the TTL the
 // second mount lists and reads without a request to the bucket.
 func TestRemountWarmCache(t *testing.T) {
+	for _, cfg := range []Config{{}, {ReadOnly: true, OpenMode: OpenKernel}} {
+		t.Run(string(cfg.withDefaults().OpenMode), func(t *testing.T) { testRemountWarmCache(t, cfg) })
+	}
+}
+
+func testRemountWarmCache(t *testing.T, cfg Config) {
 	testserver.RequireFUSE(t)
 	store := objstoretest.NewFake()
 	data := randomBytes(3<<20+11, 5)
@@ -25,7 +31,7 @@ func TestRemountWarmCache(t *testing.T) {
 	put(t, store, "top", []byte("t"))
 	cacheDir := t.TempDir()
 	opts := cache.Options{VolumeID: "remount", Origin: "fake://remount", MetadataTTL: time.Hour, NegativeTTL: time.Hour}
-	cfg := Config{MetadataTTL: time.Hour, NegativeTTL: time.Hour}
+	cfg.MetadataTTL, cfg.NegativeTTL = time.Hour, time.Hour
 
 	type observed struct {
 		inos  map[string]uint64

@@ -9,6 +9,12 @@ type Stats struct {
 	PassthroughOpens int64
 	// UserOpens counts read opens served in user space.
 	UserOpens int64
+	// FileOpens counts OPEN requests of regular files, answered or not
+	// (in OpenKernel mode only the first one arrives).
+	FileOpens int64
+	// InodeReaders counts cache handles opened to serve READs without a
+	// file handle (OpenKernel mode).
+	InodeReaders int64
 	// UserReadBytes counts bytes returned by READ requests.
 	UserReadBytes int64
 	// Uploads and UploadBytes count objects written to the bucket.
@@ -24,6 +30,7 @@ type Stats struct {
 // counters is the mutable form of Stats.
 type counters struct {
 	ptOpens, userOpens, userReadBytes, uploads, uploadBytes atomic.Int64
+	opens, inodeReaders                                     atomic.Int64
 	// readFlushes counts FLUSH requests of read handles: none while the
 	// kernel honours FOPEN_NOFLUSH (tests check it).
 	readFlushes atomic.Int64
@@ -37,6 +44,8 @@ func (f *FS) Stats() Stats {
 	return Stats{
 		PassthroughOpens: f.counters.ptOpens.Load(),
 		UserOpens:        f.counters.userOpens.Load(),
+		FileOpens:        f.counters.opens.Load(),
+		InodeReaders:     f.counters.inodeReaders.Load(),
 		UserReadBytes:    f.counters.userReadBytes.Load(),
 		Uploads:          f.counters.uploads.Load(),
 		UploadBytes:      f.counters.uploadBytes.Load(),

@@ -57,6 +57,8 @@ var (
 	descPinned          = desc("basin_cache_pinned_objects", "Objects pinned by open file handles or running fetches (never evicted).")
 	descPTOpens         = desc("basin_fuse_passthrough_opens_total", "Opens served by FUSE passthrough: the kernel reads the cache file directly.")
 	descUserOpens       = desc("basin_fuse_user_opens_total", "Read opens served in user space.")
+	descFileOpens       = desc("basin_fuse_file_opens_total", "OPEN requests of regular files (with openMode kernel only the first one of the connection arrives).")
+	descInodeReads      = desc("basin_fuse_inode_readers_total", "Cache handles opened to serve READs without a file handle (openMode kernel).")
 	descReadBytes       = desc("basin_fuse_read_bytes_total", "Bytes returned by user-space READ requests.")
 	descUploads         = desc("basin_fuse_uploads_total", "Files written to the bucket (on close or fsync).")
 	descUploadSize      = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
@@ -75,7 +77,7 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHits, descMisses, descHitBytes, descMissBytes, descLocalOpens, descEvictions,
 		descUsed, descCapacity, descObjects, descPinned,
 		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
-		descPTOpens, descUserOpens, descReadBytes, descUploads, descUploadSize} {
+		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize} {
 		ch <- d
 	}
 }
@@ -110,6 +112,8 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		s := c.src.FS()
 		counter(descPTOpens, s.PassthroughOpens)
 		counter(descUserOpens, s.UserOpens)
+		counter(descFileOpens, s.FileOpens)
+		counter(descInodeReads, s.InodeReaders)
 		counter(descReadBytes, s.UserReadBytes)
 		counter(descUploads, s.Uploads)
 		counter(descUploadSize, s.UploadBytes)

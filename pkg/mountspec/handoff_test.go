@@ -147,6 +147,8 @@ func TestValidate(t *testing.T) {
 		"mode":               func(s *Spec) { s.FileMode = 0o4755 },
 		"mount option":       func(s *Spec) { s.MountOptions = []string{"suid"} },
 		"prefix":             func(s *Spec) { s.Prefix = "/a" },
+		"open mode":          func(s *Spec) { s.OpenMode = "client"; s.ReadOnly = true },
+		"kernel opens, rw":   func(s *Spec) { s.OpenMode = OpenKernel },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := testSpec()
@@ -158,6 +160,41 @@ func TestValidate(t *testing.T) {
 	}
 	if err := testSpec().Validate(); err != nil {
 		t.Errorf("valid spec: %v", err)
+	}
+	for name, edit := range map[string]func(s *Spec){
+		"kernel opens, read-only":      func(s *Spec) { s.OpenMode, s.ReadOnly = OpenKernel, true },
+		"kernel opens, ro option":      func(s *Spec) { s.OpenMode, s.MountOptions = OpenKernel, []string{"ro"} },
+		"open mode of an older writer": func(s *Spec) { s.OpenMode = "" },
+	} {
+		s := testSpec()
+		edit(&s)
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestCheckOpenModeNamesTheKey: the refusals name the attribute and the
+// accepted values or the alternative.
+func TestCheckOpenModeNamesTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		m        OpenMode
+		readOnly bool
+		want     []string
+	}{
+		{"client", true, []string{"openMode", `"client"`, `"server"`, `"kernel"`}},
+		{OpenKernel, false, []string{"openMode", "read-only", `"server"`}},
+	} {
+		err := CheckOpenMode(tc.m, tc.readOnly)
+		if err == nil {
+			t.Errorf("CheckOpenMode(%q, %v) accepted", tc.m, tc.readOnly)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("CheckOpenMode(%q, %v) = %q, want it to name %s", tc.m, tc.readOnly, err, w)
+			}
+		}
 	}
 }
 

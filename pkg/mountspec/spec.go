@@ -77,6 +77,9 @@ type Spec struct {
 	FileMode os.FileMode `json:"fileMode"`
 	DirMode  os.FileMode `json:"dirMode"`
 	ReadOnly bool        `json:"readOnly,omitempty"`
+	// OpenMode is who opens regular files ("" in a hand-off of an older
+	// release: OpenServer); OpenKernel needs a read-only mount.
+	OpenMode mountdefaults.OpenMode `json:"openMode,omitempty"`
 	// MountOptions are accepted mount options (options.go), without
 	// duplicates; "ro" also sets ReadOnly.
 	MountOptions []string `json:"mountOptions,omitempty"`
@@ -95,6 +98,7 @@ const (
 	DefaultOpTimeout           = mountdefaults.OpTimeout
 	DefaultFileMode            = mountdefaults.FileMode
 	DefaultDirMode             = mountdefaults.DirMode
+	DefaultOpenMode            = mountdefaults.OpenServer
 )
 
 // Limits checked by Validate (and by volumeattr's parser, which quotes
@@ -127,6 +131,7 @@ func Default() Spec {
 		GID:                 -1,
 		FileMode:            DefaultFileMode,
 		DirMode:             DefaultDirMode,
+		OpenMode:            DefaultOpenMode,
 	}
 }
 
@@ -183,6 +188,9 @@ func (s Spec) Validate() error {
 		bad("fileMode %04o, dirMode %04o: want permission bits up to 0777", uint32(s.FileMode), uint32(s.DirMode))
 	}
 	if _, err := ParseOptions(s.MountOptions); err != nil {
+		errs = append(errs, err)
+	}
+	if err := CheckOpenMode(s.OpenMode, s.Flags().ReadOnly); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -96,16 +96,17 @@ type rig struct {
 // cache (Kubernetes quantity) so that reads keep reaching the bucket.
 func newRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	t.Helper()
-	return newRigWith(t, files, cacheSize, true)
+	return newRigWith(t, files, cacheSize, func(s *mountspec.Spec) { s.ReadOnly = true })
 }
 
 // newWritableRig is newRig with a volume that can be written.
 func newWritableRig(t *testing.T, files map[string][]byte, cacheSize string) *rig {
 	t.Helper()
-	return newRigWith(t, files, cacheSize, false)
+	return newRigWith(t, files, cacheSize, func(*mountspec.Spec) {})
 }
 
-func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, readOnly bool) *rig {
+// newRigWith stages files with the spec edit makes of the default one.
+func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, edit func(*mountspec.Spec)) *rig {
 	t.Helper()
 	r := &rig{bucket: newBucket(t, files)}
 	bin, err := testserver.CSIDriver()
@@ -132,7 +133,8 @@ func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, readOnl
 	}
 	spec := mountspec.Default()
 	spec.Bucket, spec.Endpoint, spec.Region, spec.PathStyle = r.name, r.srv.Endpoint, r.srv.Region, true
-	spec.ReadOnly, spec.MetadataTTL = readOnly, time.Hour
+	spec.MetadataTTL = time.Hour
+	edit(&spec)
 	if spec.CacheSize, err = volumeattr.ParseSize(cacheSize); err != nil {
 		t.Fatal(err)
 	}

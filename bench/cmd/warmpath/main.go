@@ -14,6 +14,10 @@
 //	go build -o /tmp/b/csi-driver ./cmd/csi-driver   # after
 //	go run ./bench/cmd/warmpath -bin a=/tmp/a/csi-driver -bin b=/tmp/b/csi-driver
 //
+// The same binary with different mount flags is an A/B of a setting:
+//
+//	go run ./bench/cmd/warmpath -bin server=/tmp/b/csi-driver -bin "kernel=/tmp/b/csi-driver --open-mode kernel"
+//
 // Run it as root (FUSE mounts, drop_caches).
 package main
 
@@ -41,11 +45,12 @@ type binFlag []side
 
 func (b *binFlag) String() string { return fmt.Sprint(*b) }
 func (b *binFlag) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" {
-		return errors.New("want NAME=PATH")
+	name, rest, _ := strings.Cut(v, "=")
+	words := strings.Fields(rest)
+	if name == "" || len(words) == 0 {
+		return errors.New("want NAME=PATH [FLAGS]")
 	}
-	*b = append(*b, side{name: name, bin: path})
+	*b = append(*b, side{name: name, bin: words[0], flags: words[1:]})
 	return nil
 }
 
@@ -63,6 +68,7 @@ type config struct {
 // side is one Basin binary under test.
 type side struct {
 	name, bin string
+	flags     []string // csi-driver mount flags of this side only
 	mnt       string
 	cmd       *exec.Cmd
 	exited    chan struct{}
@@ -83,7 +89,7 @@ func main() {
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("warmpath", flag.ContinueOnError)
-	fs.Var(&c.bins, "bin", "NAME=PATH of a csi-driver binary; repeat for an A/B (default: base=bin/csi-driver)")
+	fs.Var(&c.bins, "bin", "NAME=PATH of a csi-driver binary, optionally followed by mount flags of this side only (\"kernel=bin/csi-driver --open-mode kernel\"); repeat for an A/B (default: base=bin/csi-driver)")
 	fs.StringVar(&c.work, "work", "/var/tmp/basin-warmpath", "work directory: the tree (kept for later runs), mount points, caches")
 	fs.IntVar(&c.files, "files", 20000, "number of files")
 	fs.IntVar(&c.dirs, "dirs", 100, "directories the files are spread over")
@@ -245,6 +251,7 @@ func runPhase(ctx context.Context, c config, phase string, sides []side, tree st
 func (s *side) mount(ctx context.Context, c config, tree, cache string) error {
 	args := append([]string{"mount", "--cache-dir", cache, "--cache-size", "100Gi",
 		"--metadata-ttl", "-1", "--negative-metadata-ttl", "5m", "--read-only"}, c.flags...)
+	args = append(args, s.flags...)
 	args = append(args, "file://"+tree, s.mnt)
 	cmd := exec.Command(s.bin, args...)
 	log, err := os.OpenFile(filepath.Join(c.work, s.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -91,6 +91,10 @@ type Attributes struct {
 	UID, GID          int64 // -1: unset (the FUSE process's own)
 	FileMode, DirMode os.FileMode
 	ReadOnly          bool
+	// OpenMode is who opens regular files; OpenKernel needs a read-only
+	// mount (checked by mountspec.Spec.Validate, which knows the access
+	// mode).
+	OpenMode mountspec.OpenMode
 	// MountOptions are accepted mount options (mountspec.ParseOptions),
 	// without duplicates. nil when there are none.
 	MountOptions []string
@@ -131,6 +135,7 @@ func Defaults() Attributes {
 		GID:                 d.GID,
 		FileMode:            d.FileMode,
 		DirMode:             d.DirMode,
+		OpenMode:            d.OpenMode,
 		Reclaim:             DefaultReclaim,
 		CacheAffinity:       true,
 	}
@@ -178,7 +183,7 @@ func (a Attributes) MountSpec() mountspec.Spec {
 	s.ReadAhead, s.MaxParallelFetches = a.ReadAhead, a.MaxParallelFetches
 	s.Prefetch, s.PrefetchBudget = a.Prefetch, a.PrefetchBudget
 	s.UID, s.GID, s.FileMode, s.DirMode = a.UID, a.GID, a.FileMode, a.DirMode
-	s.ReadOnly = a.ReadOnly
+	s.ReadOnly, s.OpenMode = a.ReadOnly, a.OpenMode
 	s.MountOptions = slices.Clone(a.MountOptions)
 	if slices.Contains(s.MountOptions, "ro") {
 		s.ReadOnly = true

@@ -48,6 +48,7 @@ func fields() []field {
 		modeField(KeyFileMode, func(a *Attributes) *os.FileMode { return &a.FileMode }),
 		modeField(KeyDirMode, func(a *Attributes) *os.FileMode { return &a.DirMode }),
 		boolField(KeyReadOnly, func(a *Attributes) *bool { return &a.ReadOnly }),
+		{KeyOpenMode, parseOpenMode, func(a Attributes) string { return string(a.OpenMode) }},
 		{KeyProvisioning, parseProvisioning, func(a Attributes) string { return string(a.Provisioning) }},
 		{KeyReclaim, parseReclaim, func(a Attributes) string { return string(a.Reclaim) }},
 		{KeyMountOptions, parseMountOptions, func(a Attributes) string { return strings.Join(a.MountOptions, ",") }},
@@ -82,6 +83,15 @@ func parseReclaim(a *Attributes, v string) error {
 		return nil
 	}
 	return fmt.Errorf("%q is not %q or %q", v, ReclaimDelete, ReclaimRetain)
+}
+
+func parseOpenMode(a *Attributes, v string) error {
+	m := mountspec.OpenMode(v)
+	if !m.Valid() {
+		return fmt.Errorf("%q: want one of %q", v, mountspec.OpenModes())
+	}
+	a.OpenMode = m
+	return nil
 }
 
 func parseMaxParallelFetches(a *Attributes, v string) error {

@@ -17,6 +17,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("backend=file\nbucket=/srv/d\nreclaim=retain\nmountOptions=noexec,ro\nwarmup=/train/, val/x.csv,/")
 	f.Add("backend=oss\nregion=oss-cn-hangzhou\nreadAhead=1.5Mi\nuid=1000\nfileMode=0640\n--\nendpoint=https://oss.example.com")
 	f.Add("cacheSize=1e3\nnegativeMetadataTTL=0\nreadOnly=t\ncsi.storage.k8s.io/pvc/name=x\nunknown=1")
+	f.Add("bucket=b12\nreadOnly=true\nopenMode=kernel")
 	f.Fuzz(func(t *testing.T, in string) {
 		paramText, secretText, _ := strings.Cut(in, "\n--\n")
 		params, secrets := lines(paramText), lines(secretText)

@@ -53,6 +53,10 @@ const (
 	// KeyReadOnly makes the volume read-only (every change fails with
 	// EROFS).
 	KeyReadOnly = "readOnly"
+	// KeyOpenMode is who opens regular files: "server" (every open is a
+	// FUSE OPEN) or "kernel" (the kernel opens them itself; read-only
+	// mounts only).
+	KeyOpenMode = "openMode"
 	// KeyProvisioning is how CreateVolume makes a volume: "bucket" (a new
 	// bucket per volume) or "prefix" (a new prefix inside bucket).
 	KeyProvisioning = "provisioning"
@@ -100,7 +104,7 @@ func Keys() []string {
 		KeyBackend, KeyBucket, KeyPrefix, KeyEndpoint, KeyRegion, KeyPathStyle, KeyProject,
 		KeyCacheSize, KeyCacheBlockSize, KeyMetadataTTL, KeyNegativeMetadataTTL, KeyReadAhead,
 		KeyMaxParallelFetches, KeyPrefetch, KeyPrefetchBudget, KeyUID, KeyGID, KeyFileMode, KeyDirMode, KeyReadOnly,
-		KeyProvisioning, KeyReclaim, KeyMountOptions, KeyWarmup, KeyCacheAffinity,
+		KeyOpenMode, KeyProvisioning, KeyReclaim, KeyMountOptions, KeyWarmup, KeyCacheAffinity,
 	}
 }
 

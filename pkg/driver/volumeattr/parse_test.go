@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -47,6 +48,8 @@ func TestParseValues(t *testing.T) {
 		{"uid gid", map[string]string{KeyUID: "1000", KeyGID: "0"}, func(a Attributes) bool { return a.UID == 1000 && a.GID == 0 }},
 		{"modes", map[string]string{KeyFileMode: "0600", KeyDirMode: "750"}, func(a Attributes) bool { return a.FileMode == 0o600 && a.DirMode == 0o750 }},
 		{"bools", map[string]string{KeyReadOnly: "True", KeyPathStyle: "1"}, func(a Attributes) bool { return a.ReadOnly && a.PathStyle }},
+		{"open mode", map[string]string{KeyOpenMode: "kernel", KeyReadOnly: "true"}, func(a Attributes) bool { return a.OpenMode == mountspec.OpenKernel }},
+		{"open mode default", map[string]string{}, func(a Attributes) bool { return a.OpenMode == mountspec.OpenServer }},
 		{"prefix normalised", map[string]string{KeyBucket: "b12", KeyPrefix: "/a/b"}, func(a Attributes) bool { return a.Prefix == "a/b/" }},
 		{"mount options", map[string]string{KeyMountOptions: " noexec, noatime,,noexec"}, func(a Attributes) bool {
 			return reflect.DeepEqual(a.MountOptions, []string{"noexec", "noatime"})
@@ -100,6 +103,7 @@ func TestParseErrors(t *testing.T) {
 		{"mode not octal", map[string]string{KeyFileMode: "0988"}, nil, []string{KeyFileMode}},
 		{"mode too big", map[string]string{KeyDirMode: "01777"}, nil, []string{KeyDirMode}},
 		{"bad bool", map[string]string{KeyReadOnly: "yes"}, nil, []string{KeyReadOnly}},
+		{"bad open mode", map[string]string{KeyOpenMode: "Kernel"}, nil, []string{KeyOpenMode, `"server"`, `"kernel"`}},
 		{"bad cache affinity", map[string]string{KeyCacheAffinity: "off"}, nil, []string{KeyCacheAffinity}},
 		{"bad prefetch", map[string]string{KeyPrefetch: "sometimes"}, nil, []string{KeyPrefetch}},
 		{"prefetch budget zero", map[string]string{KeyPrefetchBudget: "0"}, nil, []string{KeyPrefetchBudget}},

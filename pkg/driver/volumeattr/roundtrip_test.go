@@ -9,6 +9,7 @@ import (
 	"testing/quick"
 	"time"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -53,6 +54,7 @@ func (genAttrs) Generate(r *rand.Rand, _ int) reflect.Value {
 	a.UID, a.GID = pick64(r, -1, 0, r.Int63n(maxID+1)), pick64(r, -1, 0, 65534)
 	a.FileMode, a.DirMode = os.FileMode(r.Intn(int(maxModeBits)+1)), os.FileMode(r.Intn(int(maxModeBits)+1))
 	a.ReadOnly = r.Intn(2) == 0
+	a.OpenMode = mountspec.OpenModes()[r.Intn(2)]
 	a.Reclaim = Reclaim(pick(string(ReclaimDelete), string(ReclaimRetain)))
 	a.CacheAffinity = r.Intn(2) == 0
 	if n := r.Intn(3); n > 0 {
