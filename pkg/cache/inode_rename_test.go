@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -55,21 +56,23 @@ func TestRenameInodes(t *testing.T) {
 // the old name gets a new number, and the table stays a bijection.
 func TestRenameInodesBesideCommits(t *testing.T) {
 	c, _, _ := newFixture(t, testOpts())
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := c.commitInodes(); err != nil {
+					t.Error(err)
+					return
+				}
 			}
-			if err := c.commitInodes(); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
+		})
+	}
 	ino := func(p string) uint64 {
 		t.Helper()
 		n, err := c.InodeOf(p)
@@ -78,7 +81,7 @@ func TestRenameInodesBesideCommits(t *testing.T) {
 		}
 		return n
 	}
-	for i := range 300 {
+	for i := range 100 {
 		src, dst := fmt.Sprintf("s%d", i), fmt.Sprintf("d%d", i)
 		a, ax := ino(src), ino(src+"/x")
 		if err := c.RenameInodes(src, dst); err != nil {
@@ -92,8 +95,8 @@ func TestRenameInodesBesideCommits(t *testing.T) {
 		}
 	}
 	close(stop)
-	<-done
-	for i := range 300 {
+	wg.Wait()
+	for i := range 100 {
 		src := fmt.Sprintf("s%d", i)
 		if got, p := ino(src), fmt.Sprintf("d%d", i); got == ino(p) {
 			t.Fatalf("%s has the number of %s, %d", src, p, got)
