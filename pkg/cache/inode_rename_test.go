@@ -13,14 +13,7 @@ import (
 // name prefix are untouched.
 func TestRenameInodes(t *testing.T) {
 	c, _, _ := newFixture(t, testOpts())
-	ino := func(p string) uint64 {
-		t.Helper()
-		n, err := c.InodeOf(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	ino := inodeOf(t, c)
 	a, ax, neighbour, target := ino("a"), ino("a/x"), ino("a-b"), ino("b")
 	if err := c.RenameInodes("a", "b"); err != nil {
 		t.Fatal(err)
@@ -73,14 +66,9 @@ func TestRenameInodesBesideCommits(t *testing.T) {
 			}
 		})
 	}
-	ino := func(p string) uint64 {
-		t.Helper()
-		n, err := c.InodeOf(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(halt) // before the fixture's cleanup, also after a Fatal
+	ino := inodeOf(t, c)
 	for i := range 100 {
 		src, dst := fmt.Sprintf("s%d", i), fmt.Sprintf("d%d", i)
 		a, ax := ino(src), ino(src+"/x")
@@ -94,8 +82,7 @@ func TestRenameInodesBesideCommits(t *testing.T) {
 			t.Fatalf("PathOf(%d) = %q, %v after renaming %s to %s", ax, p, ok, src, dst)
 		}
 	}
-	close(stop)
-	wg.Wait()
+	halt()
 	for i := range 100 {
 		src := fmt.Sprintf("s%d", i)
 		if got, p := ino(src), fmt.Sprintf("d%d", i); got == ino(p) {
@@ -104,5 +91,17 @@ func TestRenameInodesBesideCommits(t *testing.T) {
 	}
 	if rep, err := c.Verify(context.Background()); err != nil {
 		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+}
+
+// inodeOf is c.InodeOf failing the test on an error.
+func inodeOf(t *testing.T, c *Cache) func(path string) uint64 {
+	return func(p string) uint64 {
+		t.Helper()
+		n, err := c.InodeOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 }
