@@ -92,8 +92,8 @@ func (c *Cache) InodesOf(paths []string) ([]uint64, error) {
 	}
 	// Commit before the numbers reach the kernel: a successor process
 	// (takeover) must resolve every number the kernel holds. Concurrent
-	// callers share commits (each writes all pending pairs, also those of
-	// another caller's commit still in flight).
+	// callers share commits (each writes all pending pairs; one waits for
+	// a commit in flight, which may have written its pairs already).
 	if err := c.commitInodes(); err != nil {
 		kick(c.inodeKick) // the background loop retries
 		return nil, fmt.Errorf("cache: commit inode numbers: %w", err)
