@@ -27,7 +27,12 @@ import (
 const inodeReserve = 4096
 
 type inodeTable struct {
-	mu sync.Mutex
+	// commitMu serializes commits with each other and with RenameInodes:
+	// a commit that cloned pairs another commit has since written, and a
+	// rename has since moved, would otherwise write the old names back.
+	// Lock order: commitMu, then mu.
+	commitMu sync.Mutex
+	mu       sync.Mutex
 	// guarded by mu
 	next     uint64 // next number to hand out
 	reserved uint64 // numbers below are reserved durably
@@ -87,8 +92,8 @@ func (c *Cache) InodesOf(paths []string) ([]uint64, error) {
 	}
 	// Commit before the numbers reach the kernel: a successor process
 	// (takeover) must resolve every number the kernel holds. Concurrent
-	// callers share commits (each writes all pending pairs, also those of
-	// another caller's commit still in flight).
+	// callers share commits (each writes all pending pairs; one waits for
+	// a commit in flight, which may have written its pairs already).
 	if err := c.commitInodes(); err != nil {
 		kick(c.inodeKick) // the background loop retries
 		return nil, fmt.Errorf("cache: commit inode numbers: %w", err)
@@ -201,34 +206,43 @@ func (c *Cache) inodeLoop() {
 // commitInodes writes the pending pairs.
 func (c *Cache) commitInodes() error {
 	t := &c.inodes
+	t.commitMu.Lock()
+	defer t.commitMu.Unlock()
 	t.mu.Lock()
 	batch := maps.Clone(t.pending)
 	t.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
-	err := c.ix.update(func(tx *bolt.Tx) error {
-		b, pb := tx.Bucket(bucketInodes), tx.Bucket(bucketPaths)
-		for p, ino := range batch {
-			if err := b.Put(pathKey(p), u64(ino)); err != nil {
-				return err
-			}
-			if err := pb.Put(u64(ino), []byte(p)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := c.ix.update(func(tx *bolt.Tx) error { return putInodes(tx, batch) }); err != nil {
 		return err
 	}
 	t.mu.Lock()
-	for p, ino := range batch {
+	t.dropPendingLocked(batch)
+	t.mu.Unlock()
+	return nil
+}
+
+// putInodes writes path ↔ number pairs.
+func putInodes(tx *bolt.Tx, pairs map[string]uint64) error {
+	b, pb := tx.Bucket(bucketInodes), tx.Bucket(bucketPaths)
+	for p, ino := range pairs {
+		if err := b.Put(pathKey(p), u64(ino)); err != nil {
+			return err
+		}
+		if err := pb.Put(u64(ino), []byte(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropPendingLocked forgets pairs once committed; t.mu is held.
+func (t *inodeTable) dropPendingLocked(committed map[string]uint64) {
+	for p, ino := range committed {
 		delete(t.pending, p)
 		delete(t.pendingIno, ino)
 	}
-	t.mu.Unlock()
-	return nil
 }
 
 // releaseInodes gives back the unused part of the reservation at a clean

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"fmt"
+	"maps"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -24,17 +25,19 @@ func (c *Cache) RenameInodes(src, dst string) error {
 		return ErrClosed
 	}
 	t := &c.inodes
-	t.mu.Lock() // no number is handed out for these paths meanwhile
+	// No commit runs meanwhile: one that cloned pairs before the move
+	// would write the old names back after it.
+	t.commitMu.Lock()
+	defer t.commitMu.Unlock()
+	// No number is handed out meanwhile; those pending are committed in
+	// the same transaction, so the move sees every pair.
+	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.pending) > 0 {
-		t.mu.Unlock()
-		err := c.commitInodes()
-		t.mu.Lock()
-		if err != nil {
+	pending := maps.Clone(t.pending)
+	err := c.ix.update(func(tx *bolt.Tx) error {
+		if err := putInodes(tx, pending); err != nil {
 			return err
 		}
-	}
-	return c.ix.update(func(tx *bolt.Tx) error {
 		b, pb := tx.Bucket(bucketInodes), tx.Bucket(bucketPaths)
 		// under calls fn for p and every path below it. ("a-b" sorts
 		// between "a" and "a/", hence two lookups.)
@@ -78,4 +81,8 @@ func (c *Cache) RenameInodes(src, dst string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		t.dropPendingLocked(pending)
+	}
+	return err
 }

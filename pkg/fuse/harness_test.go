@@ -46,6 +46,8 @@ type mountSpec struct {
 	cache cacheKind
 	// prefetchBudget is the real cache's PrefetchBudget (0: its default).
 	prefetchBudget int64
+	// now is the real cache's clock (nil: time.Now).
+	now func() time.Time
 }
 
 type testMount struct {
@@ -65,7 +67,7 @@ func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend
 		c, err := cache.Open(t.Context(), dir, store, cache.Options{
 			VolumeID: t.Name(), Origin: "test://" + t.Name(), Capacity: 8 << 30,
 			MetadataTTL: spec.cfg.MetadataTTL, NegativeTTL: spec.cfg.NegativeTTL, BlockSize: 1 << 20,
-			PrefetchBudget: spec.prefetchBudget,
+			PrefetchBudget: spec.prefetchBudget, Now: spec.now,
 		})
 		if err != nil {
 			t.Fatalf("cache.Open: %v", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,10 +42,15 @@ func TestOpeningByNameListsOnce(t *testing.T) {
 // once the negative TTL has passed in a directory the mount made itself.
 // A file created over an object the listing shows keeps the O_EXCL
 // promise without a request either.
+//
+// The cache's clock is the test's: the files in data/ must be created
+// within the negative TTL of its listing however slowly the machine runs,
+// and "late" after it.
 func TestCreatingFilesCostsTheirUploadOnly(t *testing.T) {
 	store := objstoretest.NewFake()
 	put(t, store, "data/old.bin", []byte("old"))
-	tm := mountStore(t, store, mountSpec{cache: realCache, cfg: Config{MetadataTTL: time.Minute, NegativeTTL: 2 * time.Second}})
+	clk := newHandClock()
+	tm := mountStore(t, store, mountSpec{cache: realCache, now: clk.Now, cfg: Config{MetadataTTL: time.Minute, NegativeTTL: 2 * time.Second}})
 	if _, err := os.ReadDir(filepath.Join(tm.dir, "data")); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +68,7 @@ func TestCreatingFilesCostsTheirUploadOnly(t *testing.T) {
 		write(fmt.Sprintf("data/new/a/b/f%d", i), "x")
 		write(fmt.Sprintf("data/g%d", i), "y")
 	}
-	time.Sleep(2200 * time.Millisecond) // past the negative TTL
+	clk.Advance(2200 * time.Millisecond) // past the negative TTL
 	write("data/new/a/b/late", "z")
 	if f, err := os.OpenFile(filepath.Join(tm.dir, "data", "old.bin"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
 		_ = f.Close()
@@ -83,3 +89,16 @@ func TestCreatingFilesCostsTheirUploadOnly(t *testing.T) {
 		t.Errorf("new/a/b lists %d entries (%v), want 6", len(entries), err)
 	}
 }
+
+// handClock is a clock that moves only when the test advances it.
+type handClock struct{ ns atomic.Int64 }
+
+func newHandClock() *handClock {
+	c := &handClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *handClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+func (c *handClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
