@@ -31,7 +31,7 @@ for v in $variants; do
     BASIN_CHAOS_SUMMARY="$out/$prefix-summary.txt" \
     BASIN_CHAOS_NODE_SUMMARY="$out/$prefix-node-summary.txt" \
     BASIN_CHAOS_WRITER_SUMMARY="$out/$prefix-writer-summary.txt" \
-    "$GO" test -count=1 -timeout 15m -run "$run" -v ./tests/chaos/ 2>&1 | grep -v '^[IWE][0-9]'
+    "$GO" test -count=1 -timeout 15m -run "$run" -v ./tests/chaos/ 2>&1 | awk '!/^[IWE][0-9]/ || /fuse op failed/'
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
 

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(burnEnv) != "" {
 		os.Exit(runBurner())
 	}
+	serverLog.install()
 	load, err := startBurners()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
