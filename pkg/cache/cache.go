@@ -273,12 +273,20 @@ func (c *Cache) Close() error {
 
 	err := c.flush()
 	if err == nil {
+		// The inode locks before the index, as everywhere: a rename or
+		// a number handed out beside Close waits for its transaction
+		// holding them (inode.go).
+		t := &c.inodes
+		t.commitMu.Lock()
+		t.mu.Lock()
 		err = c.ix.update(func(tx *bolt.Tx) error {
-			if err := c.releaseInodes(tx); err != nil {
+			if err := c.releaseInodesLocked(tx); err != nil {
 				return err
 			}
 			return tx.Bucket(bucketMeta).Put(metaClean, []byte{1})
 		})
+		t.mu.Unlock()
+		t.commitMu.Unlock()
 	}
 	c.mu.Lock()
 	var doomed []*object

@@ -30,7 +30,8 @@ type inodeTable struct {
 	// commitMu serializes commits with each other and with RenameInodes:
 	// a commit that cloned pairs another commit has since written, and a
 	// rename has since moved, would otherwise write the old names back.
-	// Lock order: commitMu, then mu.
+	// Lock order: commitMu, then mu, then the index (an ix.update
+	// function never takes them: Close holds both around its last one).
 	commitMu sync.Mutex
 	mu       sync.Mutex
 	// guarded by mu
@@ -245,12 +246,12 @@ func (t *inodeTable) dropPendingLocked(committed map[string]uint64) {
 	}
 }
 
-// releaseInodes gives back the unused part of the reservation at a clean
-// Close (after commitInodes), keeping numbers compact.
-func (c *Cache) releaseInodes(tx *bolt.Tx) error {
+// releaseInodesLocked gives back the unused part of the reservation at a
+// clean Close (after commitInodes), keeping numbers compact. The caller
+// holds t.commitMu and t.mu (taken before the transaction: the lock order
+// is commitMu, mu, then the index).
+func (c *Cache) releaseInodesLocked(tx *bolt.Tx) error {
 	t := &c.inodes
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if len(t.pending) != 0 {
 		return nil
 	}
