@@ -4,7 +4,7 @@
 # training node whose data loaders keep the CPUs busy. Each variant writes
 # its summaries to _output/chaos[-saturated]-{node-,writer-,}summary.txt;
 # they are printed at the end, the saturated ones labelled, and the idle
-# FUSE-kill summary (errors= kills= max_pause_ms= p50_pause_ms=) last.
+# FUSE-kill summary (errors= kills= max_pause_ms= p50_pause_ms= kernel_eio=) last.
 set -uo pipefail
 GO=${GO:-go}
 out=${CHAOS_OUTPUT:-_output}

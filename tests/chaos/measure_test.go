@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,4 +70,74 @@ func writeSummary(t *testing.T, env, summary string) {
 		_ = os.WriteFile(path, []byte(summary+"\n"), 0o644)
 	}
 	t.Log(summary)
+}
+
+// checkKillErrors fails t for every failed call of ops but one kind: EIO
+// from a call in flight at a kill (started before it, ended after it)
+// while no FUSE process logged a failed operation (failed returns their
+// log lines). That one is the kernel's, a request it was copying to the
+// dying process (docs/architecture.md, "A request copied at the kill"),
+// and is counted apart. It returns the number of other errors and of
+// those.
+func checkKillErrors(t *testing.T, who string, ops []opRecord, kills []killAt, failed func() []string) (errs, kernelEIO int) {
+	t.Helper()
+	other, kernel := classifyKillErrors(ops, kills)
+	for i, e := range other {
+		if i < 10 {
+			t.Errorf("%s error: %s", who, e)
+		}
+	}
+	if len(kernel) > 0 {
+		if lines := failed(); len(lines) > 0 {
+			t.Errorf("%d %s calls in flight at a kill failed with EIO (%q), and the FUSE processes logged failed operations: %q", len(kernel), who, kernel, lines)
+		} else {
+			t.Logf("%d %s calls in flight at a kill failed with EIO that no FUSE process answered (the kernel's copy of the request to the dying process): %q", len(kernel), who, kernel)
+		}
+	}
+	return len(other), len(kernel)
+}
+
+// classifyKillErrors splits the failed calls of ops: EIO from a call in
+// flight at a kill may be the kernel's failed copy of its request to the
+// dying process; every other error is returned first.
+func classifyKillErrors(ops []opRecord, kills []killAt) (other, kernelEIO []string) {
+	for _, op := range ops {
+		if op.Err == "" {
+			continue
+		}
+		if strings.HasSuffix(op.Err, syscall.EIO.Error()) && slices.ContainsFunc(kills, func(k killAt) bool {
+			return op.Start < k.at.UnixNano() && k.at.UnixNano() < op.End
+		}) {
+			kernelEIO = append(kernelEIO, op.Err)
+			continue
+		}
+		other = append(other, op.Err)
+	}
+	return other, kernelEIO
+}
+
+// failedSince returns the FUSE processes' failed-operation lines this test
+// binary relayed since mark (serverLog).
+func failedSince(mark int) func() []string {
+	return func() []string {
+		lines, _ := serverLog.failedOps(mark)
+		return lines
+	}
+}
+
+func TestClassifyKillErrors(t *testing.T) {
+	at := time.Unix(0, 1000)
+	kills := []killAt{{at: at, healed: at.Add(50)}}
+	eio := "write /x: " + syscall.EIO.Error()
+	ops := []opRecord{
+		{Start: 900, End: 1100, Err: eio},                                  // in flight at the kill
+		{Start: 1001, End: 1100, Err: eio},                                 // started after it: resent, must not fail
+		{Start: 900, End: 999, Err: eio},                                   // ended before it
+		{Start: 900, End: 1100, Err: "close /x: " + syscall.EINTR.Error()}, // not EIO
+		{Start: 900, End: 1100},
+	}
+	other, kernel := classifyKillErrors(ops, kills)
+	if len(kernel) != 1 || len(other) != 3 {
+		t.Errorf("classifyKillErrors: kernel EIO %q, others %q; want 1 and the other 3", kernel, other)
+	}
 }

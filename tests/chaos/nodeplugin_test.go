@@ -261,11 +261,7 @@ func TestChaosNodePlugin(t *testing.T) {
 	pauses := pausesOf(rep, done)
 	slices.Sort(pauses)
 	maxPause, p50 := pauses[len(pauses)-1], pauses[len(pauses)/2]
-	for i, e := range rep.Errors {
-		if i < 10 {
-			t.Errorf("reader error: %s", e)
-		}
-	}
+	errs, kernelEIO := checkKillErrors(t, "reader", rep.Ops, done, r.failedOps)
 	if len(rep.Ops) < 50*len(done) {
 		t.Errorf("only %d reads during %d restarts: the readers stalled", len(rep.Ops), len(done))
 	}
@@ -290,8 +286,24 @@ func TestChaosNodePlugin(t *testing.T) {
 	verifyCache(t, filepath.Join(r.cacheRoot, caches[0].Name()), volumeID, b)
 
 	t.Logf("reads=%d bytes=%d pauses=%v", len(rep.Ops), rep.Bytes, pauses)
-	writeSummary(t, "BASIN_CHAOS_NODE_SUMMARY", fmt.Sprintf("node plugin restarts: errors=%d restarts=%d holder_restarts=%d max_pause_ms=%d p50_pause_ms=%d",
-		len(rep.Errors), len(done), holderRestarts, maxPause.Milliseconds(), p50.Milliseconds()))
+	writeSummary(t, "BASIN_CHAOS_NODE_SUMMARY", fmt.Sprintf("node plugin restarts: errors=%d restarts=%d holder_restarts=%d max_pause_ms=%d p50_pause_ms=%d kernel_eio=%d",
+		errs, len(done), holderRestarts, maxPause.Milliseconds(), p50.Milliseconds(), kernelEIO))
+}
+
+// failedOps returns the lines of the plugin's log (its FUSE processes'
+// output among them) that report a failed operation.
+func (r *nodeRig) failedOps() []string {
+	b, err := os.ReadFile(r.logs.Name())
+	if err != nil {
+		return []string{"reading the plugin's log: " + err.Error()}
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.Contains(line, "fuse op failed") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // waitHealthyNode waits until the node plugin serves.

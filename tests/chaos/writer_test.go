@@ -430,13 +430,9 @@ func short(s string) string {
 // must be byte-exact in the bucket (the last one of each name), and no
 // writer may stall for 3 s.
 //
-// One failure is the kernel's, not Basin's: a request the kernel was
-// copying into the dying process's buffer when it had to fault a page in
-// is ended with EIO (docs/architecture.md, "A request copied at the
-// kill"). Such an error is counted apart (kernel_eio) when it is EIO, the
-// call was in flight at a kill, and no FUSE process logged a failed
-// operation; any other error fails the test. The summary line `writers:
-// errors= kernel_eio= kills= files= max_pause_ms= p50_pause_ms=` goes to
+// One failure is the kernel's, not Basin's, and is counted apart
+// (kernel_eio; checkKillErrors). The summary line `writers: errors= kills=
+// files= max_pause_ms= p50_pause_ms= kernel_eio=` goes to
 // $BASIN_CHAOS_WRITER_SUMMARY.
 func TestChaosWriters(t *testing.T) {
 	testserver.OptIn(t, chaosEnv, "make chaos")
@@ -469,19 +465,7 @@ func TestChaosWriters(t *testing.T) {
 	if err := json.NewDecoder(w.out).Decode(&rep); err != nil {
 		t.Fatalf("writer report: %v", err)
 	}
-	errs, kernelEIO := classifyWriterErrors(rep.Ops, done)
-	for i, e := range errs {
-		if i < 10 {
-			t.Errorf("writer error: %s", e)
-		}
-	}
-	if kernelEIO > 0 {
-		if failed, _ := serverLog.failedOps(mark); len(failed) > 0 {
-			t.Errorf("%d calls in flight at a kill failed with EIO, and the FUSE processes logged failed operations: %q", kernelEIO, failed)
-		} else {
-			t.Logf("%d calls in flight at a kill failed with EIO that no FUSE process answered: the kernel's copy of the request to the dying process", kernelEIO)
-		}
-	}
+	errs, kernelEIO := checkKillErrors(t, "writer", rep.Ops, done, failedSince(mark))
 	last := map[string]string{}
 	for _, c := range rep.Closed {
 		last[c.Name] = c.Sum
@@ -500,43 +484,6 @@ func TestChaosWriters(t *testing.T) {
 	if maxPause >= 3*time.Second {
 		t.Errorf("max pause %v: a writer stalled", maxPause)
 	}
-	writeSummary(t, "BASIN_CHAOS_WRITER_SUMMARY", fmt.Sprintf("writers: errors=%d kernel_eio=%d kills=%d files=%d max_pause_ms=%d p50_pause_ms=%d",
-		len(errs), kernelEIO, len(done), len(rep.Closed), maxPause.Milliseconds(), p50.Milliseconds()))
-}
-
-// classifyWriterErrors splits the failed calls of a writer report: EIO
-// from a call in flight at a kill (started before it, ended after it) may
-// be the kernel's failed copy of the request to the dying process; every
-// other error is returned.
-func classifyWriterErrors(ops []opRecord, kills []killAt) (errs []string, kernelEIO int) {
-	for _, op := range ops {
-		if op.Err == "" {
-			continue
-		}
-		if strings.HasSuffix(op.Err, syscall.EIO.Error()) && slices.ContainsFunc(kills, func(k killAt) bool {
-			return op.Start < k.at.UnixNano() && k.at.UnixNano() < op.End
-		}) {
-			kernelEIO++
-			continue
-		}
-		errs = append(errs, op.Err)
-	}
-	return errs, kernelEIO
-}
-
-func TestClassifyWriterErrors(t *testing.T) {
-	at := time.Unix(0, 1000)
-	kills := []killAt{{at: at, healed: at.Add(50)}}
-	eio := "write /x: " + syscall.EIO.Error()
-	ops := []opRecord{
-		{Start: 900, End: 1100, Err: eio},                                  // in flight at the kill
-		{Start: 1001, End: 1100, Err: eio},                                 // started after it: resent, must not fail
-		{Start: 900, End: 999, Err: eio},                                   // ended before it
-		{Start: 900, End: 1100, Err: "close /x: " + syscall.EINTR.Error()}, // not EIO
-		{Start: 900, End: 1100},
-	}
-	errs, kernel := classifyWriterErrors(ops, kills)
-	if kernel != 1 || len(errs) != 3 {
-		t.Errorf("classifyWriterErrors: %d kernel EIO, errors %q; want 1 and the other 3", kernel, errs)
-	}
+	writeSummary(t, "BASIN_CHAOS_WRITER_SUMMARY", fmt.Sprintf("writers: errors=%d kills=%d files=%d max_pause_ms=%d p50_pause_ms=%d kernel_eio=%d",
+		errs, len(done), len(rep.Closed), maxPause.Milliseconds(), p50.Milliseconds(), kernelEIO))
 }
