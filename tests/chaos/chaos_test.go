@@ -46,7 +46,7 @@ func TestChaos(t *testing.T) {
 		cacheSize = s
 	}
 	r := newRig(t, files, cacheSize)
-	_, mark := serverLog.failedOps(0)
+	mark := serverLog.mark()
 	rd := startReader(t, readerSpec{Dir: r.staging, Files: sums(files), Threads: 8})
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
@@ -110,7 +110,7 @@ func TestChaos(t *testing.T) {
 	}
 	slices.Sort(pauses)
 	maxPause, p50 := pauses[len(pauses)-1], pauses[len(pauses)/2]
-	errs, kernelEIO := checkKillErrors(t, "reader", rep.Ops, done, failedSince(mark))
+	errs, kernelEIO := checkKillErrors(t, "reader", rep.Ops, done, serverLog.failedSince(mark))
 	// The goal is a pause under a second; the test fails only on a stall
 	// (a reader waiting for a check timeout or for a request never
 	// resent takes seconds), since on a loaded 2-core machine the

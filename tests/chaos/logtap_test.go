@@ -9,6 +9,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// failedOpMarker is what a FUSE process logs with an operation it failed
+// (pkg/fuse FS.errno).
+const failedOpMarker = "fuse op failed"
+
 // logTap is where the test binary's klog output goes (the supervisor
 // relays each FUSE process's output line by line): it passes everything
 // to stderr and keeps the lines in which a FUSE process reported a failed
@@ -35,7 +39,7 @@ func (l *logTap) install() {
 }
 
 func (l *logTap) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("fuse op failed")) {
+	if bytes.Contains(p, []byte(failedOpMarker)) {
 		l.mu.Lock()
 		l.failed = append(l.failed, bytes.TrimSpace(bytes.Clone(p)))
 		l.mu.Unlock()
@@ -43,14 +47,21 @@ func (l *logTap) Write(p []byte) (int, error) {
 	return os.Stderr.Write(p)
 }
 
-// failedOps returns the FUSE processes' failed-operation lines logged
-// since mark, and the new mark.
-func (l *logTap) failedOps(mark int) ([]string, int) {
+// mark is the position a later failedSince starts from.
+func (l *logTap) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.failed)
+}
+
+// failedSince returns the FUSE processes' failed-operation lines logged
+// since mark.
+func (l *logTap) failedSince(mark int) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
 	for _, b := range l.failed[min(mark, len(l.failed)):] {
 		out = append(out, string(b))
 	}
-	return out, len(l.failed)
+	return out
 }

@@ -74,12 +74,12 @@ func writeSummary(t *testing.T, env, summary string) {
 
 // checkKillErrors fails t for every failed call of ops but one kind: EIO
 // from a call in flight at a kill (started before it, ended after it)
-// while no FUSE process logged a failed operation (failed returns their
-// log lines). That one is the kernel's, a request it was copying to the
+// while no FUSE process logged a failed operation (failed: their log
+// lines). That one is the kernel's, a request it was copying to the
 // dying process (docs/architecture.md, "A request copied at the kill"),
 // and is counted apart. It returns the number of other errors and of
 // those.
-func checkKillErrors(t *testing.T, who string, ops []opRecord, kills []killAt, failed func() []string) (errs, kernelEIO int) {
+func checkKillErrors(t *testing.T, who string, ops []opRecord, kills []killAt, failed []string) (errs, kernelEIO int) {
 	t.Helper()
 	other, kernel := classifyKillErrors(ops, kills)
 	for i, e := range other {
@@ -88,8 +88,8 @@ func checkKillErrors(t *testing.T, who string, ops []opRecord, kills []killAt, f
 		}
 	}
 	if len(kernel) > 0 {
-		if lines := failed(); len(lines) > 0 {
-			t.Errorf("%d %s calls in flight at a kill failed with EIO (%q), and the FUSE processes logged failed operations: %q", len(kernel), who, kernel, lines)
+		if len(failed) > 0 {
+			t.Errorf("%d %s calls in flight at a kill failed with EIO (%q), and the FUSE processes logged failed operations: %q", len(kernel), who, kernel, failed)
 		} else {
 			t.Logf("%d %s calls in flight at a kill failed with EIO that no FUSE process answered (the kernel's copy of the request to the dying process): %q", len(kernel), who, kernel)
 		}
@@ -114,15 +114,6 @@ func classifyKillErrors(ops []opRecord, kills []killAt) (other, kernelEIO []stri
 		other = append(other, op.Err)
 	}
 	return other, kernelEIO
-}
-
-// failedSince returns the FUSE processes' failed-operation lines this test
-// binary relayed since mark (serverLog).
-func failedSince(mark int) func() []string {
-	return func() []string {
-		lines, _ := serverLog.failedOps(mark)
-		return lines
-	}
 }
 
 func TestClassifyKillErrors(t *testing.T) {

@@ -261,7 +261,7 @@ func TestChaosNodePlugin(t *testing.T) {
 	pauses := pausesOf(rep, done)
 	slices.Sort(pauses)
 	maxPause, p50 := pauses[len(pauses)-1], pauses[len(pauses)/2]
-	errs, kernelEIO := checkKillErrors(t, "reader", rep.Ops, done, r.failedOps)
+	errs, kernelEIO := checkKillErrors(t, "reader", rep.Ops, done, r.failedOps())
 	if len(rep.Ops) < 50*len(done) {
 		t.Errorf("only %d reads during %d restarts: the readers stalled", len(rep.Ops), len(done))
 	}
@@ -299,7 +299,7 @@ func (r *nodeRig) failedOps() []string {
 	}
 	var out []string
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.Contains(line, "fuse op failed") {
+		if strings.Contains(line, failedOpMarker) {
 			out = append(out, line)
 		}
 	}

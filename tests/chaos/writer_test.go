@@ -441,7 +441,7 @@ func TestChaosWriters(t *testing.T) {
 		kills = n
 	}
 	r := newWritableRig(t, map[string][]byte{"README": []byte("checkpoints\n")}, "1Gi")
-	_, mark := serverLog.failedOps(0)
+	mark := serverLog.mark()
 	w := startWriter(t, writerSpec{Dir: r.staging, Threads: 3})
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	var done []killAt
@@ -465,7 +465,7 @@ func TestChaosWriters(t *testing.T) {
 	if err := json.NewDecoder(w.out).Decode(&rep); err != nil {
 		t.Fatalf("writer report: %v", err)
 	}
-	errs, kernelEIO := checkKillErrors(t, "writer", rep.Ops, done, failedSince(mark))
+	errs, kernelEIO := checkKillErrors(t, "writer", rep.Ops, done, serverLog.failedSince(mark))
 	last := map[string]string{}
 	for _, c := range rep.Closed {
 		last[c.Name] = c.Sum
