@@ -16,8 +16,19 @@ import (
 )
 
 // killAt is one disruption: when it was made and when the volume was
-// seen serving again.
-type killAt struct{ at, healed time.Time }
+// seen serving again. dead (zero: at) is when its FUSE processes were
+// dead for sure, for a disruption that kills them after something else
+// (the node plugin first): a call in flight at any moment from at to dead
+// may have had its request copied to a dying process.
+type killAt struct{ at, dead, healed time.Time }
+
+// deadBy is when the disruption's FUSE processes were dead.
+func (k killAt) deadBy() time.Time {
+	if k.dead.IsZero() {
+		return k.at
+	}
+	return k.dead
+}
 
 // pausesOf returns each kill's pause: the longest a read that overlapped
 // it (in flight at the kill, or started before the heal was seen) waited
@@ -98,15 +109,16 @@ func checkKillErrors(t *testing.T, who string, ops []opRecord, kills []killAt, f
 }
 
 // classifyKillErrors splits the failed calls of ops: EIO from a call in
-// flight at a kill may be the kernel's failed copy of its request to the
-// dying process; every other error is returned first.
+// flight at a kill (between its at and deadBy) may be the kernel's failed
+// copy of its request to the dying process; every other error is returned
+// first.
 func classifyKillErrors(ops []opRecord, kills []killAt) (other, kernelEIO []string) {
 	for _, op := range ops {
 		if op.Err == "" {
 			continue
 		}
 		if strings.HasSuffix(op.Err, syscall.EIO.Error()) && slices.ContainsFunc(kills, func(k killAt) bool {
-			return op.Start < k.at.UnixNano() && k.at.UnixNano() < op.End
+			return op.Start < k.deadBy().UnixNano() && k.at.UnixNano() < op.End
 		}) {
 			kernelEIO = append(kernelEIO, op.Err)
 			continue
@@ -118,7 +130,7 @@ func classifyKillErrors(ops []opRecord, kills []killAt) (other, kernelEIO []stri
 
 func TestClassifyKillErrors(t *testing.T) {
 	at := time.Unix(0, 1000)
-	kills := []killAt{{at: at, healed: at.Add(50)}}
+	kills := []killAt{{at: at, healed: at.Add(50)}, {at: time.Unix(0, 2000), dead: time.Unix(0, 2010), healed: time.Unix(0, 2050)}}
 	eio := "write /x: " + syscall.EIO.Error()
 	ops := []opRecord{
 		{Start: 900, End: 1100, Err: eio},                                  // in flight at the kill
@@ -126,9 +138,11 @@ func TestClassifyKillErrors(t *testing.T) {
 		{Start: 900, End: 999, Err: eio},                                   // ended before it
 		{Start: 900, End: 1100, Err: "close /x: " + syscall.EINTR.Error()}, // not EIO
 		{Start: 900, End: 1100},
+		{Start: 2005, End: 2100, Err: eio}, // started after the kill began, in flight when the processes died
+		{Start: 2011, End: 2100, Err: eio}, // started after they died: resent, must not fail
 	}
 	other, kernel := classifyKillErrors(ops, kills)
-	if len(kernel) != 1 || len(other) != 3 {
-		t.Errorf("classifyKillErrors: kernel EIO %q, others %q; want 1 and the other 3", kernel, other)
+	if len(kernel) != 2 || len(other) != 4 {
+		t.Errorf("classifyKillErrors: kernel EIO %q, others %q; want 2 and the other 4", kernel, other)
 	}
 }

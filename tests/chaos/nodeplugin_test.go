@@ -246,9 +246,10 @@ func TestChaosNodePlugin(t *testing.T) {
 		}
 		at := time.Now()
 		r.killNodeContainer(t)
+		dead := time.Now()
 		r.startNode(t)
 		r.waitHealthy(t, volumeID, staging)
-		done = append(done, killAt{at: at, healed: time.Now()})
+		done = append(done, killAt{at: at, dead: dead, healed: time.Now()})
 		if os.Getenv("BASIN_CHAOS_DEBUG") != "" {
 			t.Logf("restart %d: killed at %s, healthy after %v", i, at.Format("15:04:05.000"), time.Since(at))
 		}
