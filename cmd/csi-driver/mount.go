@@ -31,6 +31,7 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		klog.InitFlags(&kf)
 		_ = kf.Set("v", "4")
 	}
+	tuneMountGC()
 	return withExitCode(serveMount(ctx, cfg))
 }
 

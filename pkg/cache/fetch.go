@@ -23,10 +23,29 @@ type job struct {
 	flights []*flight
 }
 
+// fetchFor says whom the flights acquire starts are for, which decides
+// whether a fetched block's buffer is kept after its write
+// (writeback_kept.go).
+type fetchFor uint8
+
+const (
+	// forRead: a reader waits for the block now (a random reader, the
+	// first block of a stream, a verification). It copies its bytes from
+	// the flight's buffer, so keeping the buffer after the write would
+	// only serve a later read of the rest of the block, which a random
+	// reader may never make.
+	forRead fetchFor = iota
+	// forAhead: read-ahead of a sequential reader, or a directory
+	// prefetch; the reader comes after the write, so the buffer is kept
+	// for it.
+	forAhead
+)
+
 // acquire returns, for each block of [b0, b1], nil if it is ready or the
 // flight that makes it ready, starting jobs for blocks nobody works on.
 // A miss on a small object fetches all its missing blocks in one GET.
-func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
+// New flights are for why.
+func (c *Cache) acquire(o *object, b0, b1 int, why fetchFor) []*flight {
 	out := make([]*flight, b1-b0+1)
 	lo, hi := b0, b1
 	if o.small {
@@ -57,7 +76,7 @@ func (c *Cache) acquire(o *object, b0, b1 int) []*flight {
 		}
 		f := o.inflight[b]
 		if f == nil {
-			f = newFlight()
+			f = newFlight(why)
 			o.inflight[b] = f
 			switch {
 			case o.present.has(b):

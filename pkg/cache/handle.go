@@ -399,7 +399,7 @@ func (h *Handle) Prefetch(off, length int64) {
 		return
 	}
 	end := min(off+length, o.info.Size, off+maxPrefetch)
-	h.c.acquire(o, int(off/o.bs), int((end-1)/o.bs))
+	h.c.acquire(o, int(off/o.bs), int((end-1)/o.bs), forAhead)
 }
 
 // PrefetchWindow is how far ahead of a sequential reader prefetching
@@ -430,7 +430,7 @@ func (h *Handle) LocalPath() (string, bool) {
 		if !o.allPresent() {
 			return "", false
 		}
-		flights := h.c.acquire(o, 0, o.nblocks-1)
+		flights := h.c.acquire(o, 0, o.nblocks-1, forRead)
 		if !o.small {
 			return "", false
 		}

@@ -161,13 +161,15 @@ type flight struct {
 	// consumed: a read reached the end of the block, so its buffer need
 	// not be kept once the block is written.
 	consumed atomic.Bool
+	// why: whom the fetch is for (constant); only read-ahead is kept.
+	why fetchFor
 	// elem is the flight's entry in its pool's kept list; guarded by
 	// bufPool.mu.
 	elem *list.Element
 }
 
-func newFlight() *flight {
-	return &flight{done: make(chan struct{}), avail: make(chan struct{})}
+func newFlight(why fetchFor) *flight {
+	return &flight{done: make(chan struct{}), avail: make(chan struct{}), why: why}
 }
 
 func newObject(c *Cache, info objstore.ObjectInfo, bs int64) *object {

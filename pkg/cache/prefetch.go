@@ -298,7 +298,7 @@ func (c *Cache) prefetchObject(info objstore.ObjectInfo) bool {
 		return false
 	}
 	o.prefetching.Store(true)
-	flights := c.acquire(o, 0, o.nblocks-1)
+	flights := c.acquire(o, 0, o.nblocks-1, forAhead)
 	var ferr error
 	for _, f := range flights {
 		if f == nil {

@@ -41,11 +41,16 @@ func TestPrefetchStaysInTheCachesRoom(t *testing.T) {
 	waitQuiescent(t, c)
 	s := c.Stats()
 	low := int64(opts.withDefaults().LowWatermark * float64(opts.Capacity))
-	if s.UsedBytes > low || s.Evictions != 0 {
-		t.Errorf("after prefetch: %d bytes used (low watermark %d), %d evictions; want at most the watermark, none", s.UsedBytes, low, s.Evictions)
+	// The room a prefetch measures counts the bytes written and the
+	// prefetches in flight, not a foreground fetch in flight: the second
+	// read's block counts from its write, which ends after the read, so a
+	// prefetch that started first may take one object more (25 or 26 of
+	// 64 KiB beside the two read) and end one object above the watermark.
+	if s.UsedBytes > low+64*kib || s.Evictions != 0 {
+		t.Errorf("after prefetch: %d bytes used (low watermark %d), %d evictions; want at most the watermark and one object, none", s.UsedBytes, low, s.Evictions)
 	}
-	if s.PrefetchObjects < 20 || s.PrefetchObjects > 25 {
-		t.Errorf("prefetched %d objects of 64 KiB into a cache with room for 25 below its low watermark", s.PrefetchObjects)
+	if s.PrefetchObjects < 20 || s.PrefetchObjects > 26 {
+		t.Errorf("prefetched %d objects of 64 KiB into a cache with room for 25 or 26 below its low watermark", s.PrefetchObjects)
 	}
 
 	// Reads of another directory push the cache over its high watermark:

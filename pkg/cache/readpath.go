@@ -12,7 +12,7 @@ import (
 // readSlow serves a read that touches blocks not ready yet.
 func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (int, error) {
 	b0, b1 := int(off/o.bs), int((off+int64(len(p))-1)/o.bs)
-	flights := c.acquire(o, b0, b1)
+	flights := c.acquire(o, b0, b1, forRead)
 	end := off + int64(len(p))
 	n := 0
 	hit := true // no block had to wait for the bucket

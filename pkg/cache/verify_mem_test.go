@@ -78,7 +78,7 @@ func TestVerificationStopsAtClose(t *testing.T) {
 	h := openObj(t, c, info)
 	defer func() { _ = h.Close() }()
 	h.LocalPath() // starts verification
-	flights := c.acquire(h.o, 0, h.o.nblocks-1)
+	flights := c.acquire(h.o, 0, h.o.nblocks-1, forRead)
 	done := make(chan error, 1)
 	go func() { done <- c.Close() }()
 	select {

@@ -34,7 +34,7 @@ func (c *Cache) keepLimit(o *object) int {
 // block to its end. It returns the oldest kept blocks beyond keepLimit,
 // which the caller unkeeps after unlocking. The caller holds o.mu.
 func (c *Cache) keepLocked(o *object, b int, f *flight) (victims []keptRef, kept bool) {
-	if f.consumed.Load() {
+	if f.why != forAhead || f.consumed.Load() {
 		// A reader sets consumed before it unkeeps under o.mu, so one of
 		// the two sees the other.
 		return nil, false

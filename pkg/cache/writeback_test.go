@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/basin-csi/basin/internal/testserver"
 )
 
 func TestBufPoolBound(t *testing.T) {
@@ -146,6 +148,50 @@ func TestReadBackAfterDirectWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	poolIdleCheck(t, c, opts.BlockSize)
+}
+
+// TestReadBlocksNotKept: a block fetched because a reader waits for it
+// (a random reader) is not kept after its write, so random readers do not
+// fill the pool with buffers nobody reads again; a block fetched ahead of
+// a reader is.
+func TestReadBlocksNotKept(t *testing.T) {
+	opts := testOpts()
+	c, fake, dir := newFixture(t, opts)
+	if !directSupported(t, dir) {
+		testserver.Unavailable(t, "the test directory's file system refuses O_DIRECT: nothing is kept (TestNoDirectIO covers that case)")
+	}
+	data := randBytes(320, 1*mib)
+	h := openObj(t, c, put(t, fake, "random", data))
+	defer func() { _ = h.Close() }()
+	ready := func(b int) func() bool {
+		return func() bool {
+			h.o.mu.Lock()
+			defer h.o.mu.Unlock()
+			return h.o.ready.has(b)
+		}
+	}
+	keptBlocks := func() int {
+		h.o.mu.Lock()
+		defer h.o.mu.Unlock()
+		return len(h.o.kept)
+	}
+	buf := make([]byte, 16*kib)
+	off := 5*opts.BlockSize + 8*kib // inside block 5, not to its end
+	if n, err := h.ReadAt(context.Background(), buf, off); err != nil || !bytes.Equal(buf[:n], data[off:off+int64(len(buf))]) {
+		t.Fatalf("ReadAt: %d, %v, or bytes differ", n, err)
+	}
+	waitFor(t, "block 5 written", ready(5))
+	if k := keptBlocks(); k != 0 {
+		t.Errorf("%d blocks kept after a read that waited for its block; want 0", k)
+	}
+	h.Prefetch(9*opts.BlockSize, opts.BlockSize)
+	waitFor(t, "block 9 written", ready(9))
+	if k := keptBlocks(); k != 1 {
+		t.Errorf("%d blocks kept after a read-ahead of one block; want 1", k)
+	}
+	if got := readAll(t, h, 48*kib); !bytes.Equal(got, data) {
+		t.Fatal("read differs")
+	}
 }
 
 // waitReady waits until every block of h's object is ready.

@@ -35,7 +35,13 @@ func TestSeqDetector(t *testing.T) {
 		{name: "sequential from the middle", max: maxW, reads: seq(100<<20, 200), wantPrefetch: true, wantMaxWindow: maxW},
 		{name: "random reads never prefetch", max: maxW, reads: []read{{500 << 20, req}, {3 << 20, req}, {900 << 20, req}, {10 << 20, req}, {700 << 20, req}}},
 		{name: "disabled", max: -1, reads: seq(0, 100)},
-		{name: "prefetch stops at the end of the object", max: maxW, reads: seq(size-10*req, 10), wantPrefetch: true},
+		{name: "prefetch stops at the end of the object", max: maxW, reads: seq(size-20*req, 20), wantPrefetch: true},
+		{name: "random reads split into requests never prefetch", max: maxW, reads: []read{
+			{500 << 20, 548 << 10}, {500<<20 + 548<<10, 476 << 10},
+			{3 << 20, 1 << 20}, {4 << 20, 1 << 20}, // a 1 MiB pread at 3 MiB + 4 KiB
+			{3 << 20, 1 << 20},
+			{900<<20 + 4<<10, 100 << 10}, {900<<20 + 104<<10, 924 << 10},
+		}},
 		{name: "the cache's window caps it below max", max: maxW, limit: 8 << 20, reads: seq(0, 2000), wantPrefetch: true, wantMaxWindow: 8 << 20, wantAheadMin: 2000 * req},
 		{name: "a cache window below min caps the first window", max: maxW, limit: 2 << 20, reads: seq(0, 100), wantPrefetch: true, wantMaxWindow: 2 << 20},
 	} {
