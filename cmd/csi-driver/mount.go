@@ -31,7 +31,6 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		klog.InitFlags(&kf)
 		_ = kf.Set("v", "4")
 	}
-	tuneMountGC()
 	return withExitCode(serveMount(ctx, cfg))
 }
 
@@ -53,6 +52,9 @@ func serveMount(ctx context.Context, cfg mountConfig) error {
 		return err
 	}
 	defer s.close()
+	gcCtx, stopGC := context.WithCancel(ctx)
+	defer stopGC()
+	go tuneMountGC(gcCtx, s.cache)
 	klog.InfoS("serving", "volume", cfg.VolumeID, "source", cfg.Spec.SourceURL(),
 		"mountpoint", cfg.Mountpoint, "cacheDir", cfg.CacheDir, "resumed", cfg.Resume, "start", tl)
 	select {

@@ -42,4 +42,7 @@ type Stats struct {
 	// FetchLimit is how many GETs the fetch tuner lets run at once now,
 	// FetchesPeak the most that ran at once so far.
 	FetchLimit, FetchesPeak int64
+	// BufferBytes is the memory of the block buffers allocated now (off
+	// the Go heap): fetches, kept blocks, free buffers not yet given back.
+	BufferBytes int64
 }

@@ -362,6 +362,10 @@ func (c *Cache) Stats() Stats {
 		FetchLimit:     int64(c.fetches.current()),
 		FetchesPeak:    int64(c.fetches.peakInFlight()),
 	}
+	c.pools.Range(func(_, p any) bool {
+		s.BufferBytes += p.(*bufPool).bytes()
+		return true
+	})
 	c.prefetchStats(&s)
 	return s
 }

@@ -109,6 +109,13 @@ func (p *bufPool) take(wait bool) (*[]byte, bool) {
 	}
 }
 
+// bytes is the memory of the buffers allocated now.
+func (p *bufPool) bytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int64(p.total) * int64(p.size)
+}
+
 // put returns a buffer from get; nobody may use it afterwards.
 func (p *bufPool) put(b *[]byte) {
 	p.mu.Lock()

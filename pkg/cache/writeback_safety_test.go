@@ -66,7 +66,7 @@ func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 
 // TestKeptBlocksExpire: blocks kept for a reader that never reads them
 // to their end go after the pool's idle time, although the file stays
-// open; then the pool frees its buffers. The last pin also closes the
+// open; then the pool frees its buffers, and Stats counts them until then. The last pin also closes the
 // O_DIRECT descriptor, so idle objects hold one descriptor.
 func TestKeptBlocksExpire(t *testing.T) {
 	opts := testOpts()
@@ -95,6 +95,9 @@ func TestKeptBlocksExpire(t *testing.T) {
 	if kept() == 0 {
 		t.Fatal("no block kept after a direct write")
 	}
+	if b := c.Stats().BufferBytes; b < opts.BlockSize {
+		t.Errorf("Stats().BufferBytes = %d with a block kept; want at least one block (%d)", b, opts.BlockSize)
+	}
 	// The pool's list empties first; the object lets go of each block
 	// just after (trimIdle), so wait for both.
 	inObject := func() bool {
@@ -120,6 +123,9 @@ func TestKeptBlocksExpire(t *testing.T) {
 		defer p.mu.Unlock()
 		return p.total == 0 && p.timer == nil
 	})
+	if b := c.Stats().BufferBytes; b != 0 {
+		t.Errorf("Stats().BufferBytes = %d after the pool freed its buffers; want 0", b)
+	}
 	if _, err := c.Verify(context.Background()); err != nil {
 		t.Error(err)
 	}

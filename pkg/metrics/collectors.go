@@ -50,6 +50,7 @@ var (
 	descUsed            = desc("basin_cache_used_bytes", "Bytes the cache allocates on disk.")
 	descCapacity        = desc("basin_cache_capacity_bytes", "The cache's size cap (0: only the disk's free-space floor limits it).")
 	descObjects         = desc("basin_cache_objects", "Objects in the cache.")
+	descBuffers         = desc("basin_cache_buffer_bytes", "Memory of the cache's block buffers (fetches in flight, blocks kept for readers, free buffers not yet given back), outside the Go heap.")
 	descPrefetchObjects = desc("basin_cache_prefetch_objects_total", "Small objects directory prefetch fetched in the background.")
 	descPrefetchBytes   = desc("basin_cache_prefetch_bytes_total", "Bytes directory prefetch fetched.")
 	descPrefetchRead    = desc("basin_cache_prefetch_read_bytes_total", "Prefetched bytes a reader opened later.")
@@ -75,7 +76,7 @@ type sourceCollector struct {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHits, descMisses, descHitBytes, descMissBytes, descLocalOpens, descEvictions,
-		descUsed, descCapacity, descObjects, descPinned,
+		descUsed, descCapacity, descObjects, descBuffers, descPinned,
 		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
 		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize} {
 		ch <- d
@@ -100,6 +101,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUsed, s.UsedBytes)
 		gauge(descCapacity, s.Capacity)
 		gauge(descObjects, s.Objects)
+		gauge(descBuffers, s.BufferBytes)
 		counter(descPrefetchObjects, s.PrefetchObjects)
 		counter(descPrefetchBytes, s.PrefetchBytes)
 		counter(descPrefetchRead, s.PrefetchReadBytes)

@@ -12,6 +12,7 @@
 //	basin_cache_evictions_total                               objects evicted
 //	basin_cache_used_bytes, basin_cache_capacity_bytes, basin_cache_objects
 //	basin_cache_pinned_objects                                held by open handles or fetches
+//	basin_cache_buffer_bytes                                  block buffers' memory (off the Go heap)
 //	basin_cache_prefetch_objects_total, basin_cache_prefetch_bytes_total
 //	                                                          directory prefetch (pkg/cache prefetch.go)
 //	basin_cache_prefetch_read_bytes_total                     prefetched bytes opened later

@@ -142,7 +142,7 @@ func TestSources(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	err := RegisterSources(reg, Sources{
 		Cache: func() cache.Stats {
-			return cache.Stats{Hits: 5, HitBytes: 500, UsedBytes: 42, Capacity: 100,
+			return cache.Stats{Hits: 5, HitBytes: 500, UsedBytes: 42, Capacity: 100, BufferBytes: 8 << 20,
 				PrefetchObjects: 6, PrefetchBytes: 600, PrefetchReadBytes: 400, PrefetchEvictedBytes: 100}
 		},
 		Pinned: func() int64 { return 3 },
@@ -153,7 +153,7 @@ func TestSources(t *testing.T) {
 	}
 	for name, want := range map[string]float64{
 		"basin_cache_hits_total": 5, "basin_cache_hit_bytes_total": 500, "basin_cache_used_bytes": 42,
-		"basin_cache_capacity_bytes": 100, "basin_cache_pinned_objects": 3,
+		"basin_cache_capacity_bytes": 100, "basin_cache_pinned_objects": 3, "basin_cache_buffer_bytes": 8 << 20,
 		"basin_fuse_passthrough_opens_total": 9, "basin_fuse_uploads_total": 2, "basin_cache_misses_total": 0,
 		"basin_cache_prefetch_objects_total": 6, "basin_cache_prefetch_bytes_total": 600,
 		"basin_cache_prefetch_read_bytes_total": 400, "basin_cache_prefetch_evicted_bytes_total": 100,
