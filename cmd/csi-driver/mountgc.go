@@ -4,55 +4,67 @@ import (
 	"context"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"github.com/basin-csi/basin/pkg/cache"
 )
 
-// The FUSE process's garbage collector. While the cache holds the block
-// buffers of fetches (off the Go heap, up to 128 MiB; more than the two
-// that verifications after a remount hold), the heap may grow only half
-// its live size between collections instead of the whole (GOGC 50 instead
-// of 100): its live part is then mostly go-fuse's 1 MiB buffers of the
-// READs in flight, and the default let buffers and heap together take the
-// process above the 256 MiB peak RSS budget with 16 random readers. With
-// no buffers held (warm reads, opens after a remount) the default stays,
-// where GOGC 50 cost 5% of the FUSE process's CPU (docs/architecture.md
-// "Peak RSS of the FUSE process"). A GOGC in the environment wins.
+// The FUSE process's garbage collector. The process's peak RSS is its
+// binary's text (about 50 MiB), the cache index's mapping, the cache's
+// block buffers (off the Go heap, up to 128 MiB) and the Go heap, which
+// the default GOGC of 100 lets grow to twice its live part between
+// collections. With 16 random readers (live heap mostly go-fuse's 1 MiB
+// READ buffers, plus a full pool) or 100,000 files walked (live heap the
+// nodes) that took the process above the 256 MiB budget. So the GC
+// percentage is chosen so that the heap's growth and the buffers fit in
+// gcMemBudget beside the live heap: between 50 and 100, at 100 whenever
+// they fit (warm reads, opens after a remount), where a fixed 50 cost 5%
+// of the FUSE process's CPU after a remount (docs/architecture.md "Peak
+// RSS of the FUSE process"). A GOGC in the environment wins.
 const (
-	gcPercentBuffers = 50
-	gcPercentIdle    = 100
-	gcBuffersAbove   = 16 << 20 // four 4 MiB blocks
-	gcCheckEvery     = 100 * time.Millisecond
+	gcMemBudget  = 128 << 20
+	gcPercentMin = 50
+	gcPercentMax = 100
+	gcCheckEvery = 100 * time.Millisecond
 )
 
-// tuneMountGC follows c's block buffers with the GC percentage until ctx
-// ends.
+// tuneMountGC follows c's block buffers and the live heap with the GC
+// percentage until ctx ends.
 func tuneMountGC(ctx context.Context, c *cache.Cache) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
 	t := time.NewTicker(gcCheckEvery)
 	defer t.Stop()
-	current := gcPercentIdle
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	current := gcPercentMax
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if want := gcPercentFor(c.Stats().BufferBytes); want != current {
+		metrics.Read(live)
+		if live[0].Value.Kind() != metrics.KindUint64 {
+			return // not this runtime's metric: keep the default
+		}
+		want := gcPercentFor(int64(live[0].Value.Uint64()), c.Stats().BufferBytes)
+		if want != current {
 			debug.SetGCPercent(want)
 			current = want
 		}
 	}
 }
 
-// gcPercentFor is the GC percentage while the cache's block buffers take
-// buffers bytes.
-func gcPercentFor(buffers int64) int {
-	if buffers > gcBuffersAbove {
-		return gcPercentBuffers
+// gcPercentFor is the GC percentage that lets a live heap of live bytes
+// grow, beside buffers bytes of block buffers, to gcMemBudget, within
+// [gcPercentMin, gcPercentMax], in steps of 10.
+func gcPercentFor(live, buffers int64) int {
+	if live <= 0 {
+		return gcPercentMax
 	}
-	return gcPercentIdle
+	p := (gcMemBudget - buffers - live) * 100 / live
+	p = p / 10 * 10
+	return int(min(max(p, gcPercentMin), gcPercentMax))
 }

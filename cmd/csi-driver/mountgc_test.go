@@ -2,21 +2,25 @@ package main
 
 import "testing"
 
-// TestGCPercentFor: the collector tightens only while fetch buffers are
-// held, not for the two buffers of verifications after a remount.
+// TestGCPercentFor: the collector keeps its default while the heap's
+// growth and the block buffers fit in the budget, and tightens down to
+// its floor as they fill it.
 func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
 	for _, tc := range []struct {
-		buffers int64
-		want    int
+		name          string
+		live, buffers int64
+		want          int
 	}{
-		{0, gcPercentIdle},
-		{2 * 4 << 20, gcPercentIdle},
-		{gcBuffersAbove, gcPercentIdle},
-		{gcBuffersAbove + 4<<20, gcPercentBuffers},
-		{128 << 20, gcPercentBuffers},
+		{"nothing measured yet", 0, 0, gcPercentMax},
+		{"small heap, verification buffers", 30 * mib, 8 * mib, gcPercentMax},
+		{"fits exactly", 64 * mib, 0, gcPercentMax},
+		{"100,000 nodes", 72 * mib, 0, 70},
+		{"random readers beside a pool of 84 MiB", 50 * mib, 84 * mib, gcPercentMin},
+		{"live heap beyond the budget", 200 * mib, 0, gcPercentMin},
 	} {
-		if got := gcPercentFor(tc.buffers); got != tc.want {
-			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tc.buffers>>20, got, tc.want)
+		if got := gcPercentFor(tc.live, tc.buffers); got != tc.want {
+			t.Errorf("%s: gcPercentFor(%d MiB, %d MiB) = %d, want %d", tc.name, tc.live/mib, tc.buffers/mib, got, tc.want)
 		}
 	}
 }
