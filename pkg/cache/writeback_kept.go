@@ -5,8 +5,11 @@ import "time"
 // Kept blocks. A block written with O_DIRECT is on disk but not in the
 // page cache, so a reader arriving after the write (the usual case for a
 // sequential reader behind its read-ahead) would read it back from the
-// disk. Instead the block's buffer is kept from when the block becomes
-// ready until a read reaches the end of the block, the last pin of the
+// disk. Instead the buffer of a block fetched ahead of its reader
+// (forAhead: read-ahead, directory prefetch; a block fetched for a reader
+// waiting on it was copied from its buffer already) is kept from when
+// the block becomes ready until a read reaches the end of the block, the
+// last pin of the
 // object goes, the cache keeps more than keepLimit blocks of that size,
 // the pool needs a buffer (the oldest kept block goes first), or nobody
 // read it to its end within the pool's idle time. Reads of

@@ -66,8 +66,9 @@ func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 
 // TestKeptBlocksExpire: blocks kept for a reader that never reads them
 // to their end go after the pool's idle time, although the file stays
-// open; then the pool frees its buffers, and Stats counts them until then. The last pin also closes the
-// O_DIRECT descriptor, so idle objects hold one descriptor.
+// open; then the pool frees its buffers, and Stats counts them until
+// then. The last pin also closes the O_DIRECT descriptor, so idle objects
+// hold one descriptor.
 func TestKeptBlocksExpire(t *testing.T) {
 	opts := testOpts()
 	dir := t.TempDir()
