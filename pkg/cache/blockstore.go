@@ -223,6 +223,11 @@ func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, crc uint32) 
 		f.release(c.pool(o.bs))
 	default:
 		f.abandon(c.pool(o.bs))
+		if !f.consumed.Load() {
+			o.mu.Lock()
+			o.uncached, o.uncachedBlock = f, b
+			o.mu.Unlock()
+		}
 	}
 	c.unpin(o)
 	c.complete(o, b, f, nil)

@@ -54,7 +54,10 @@ type Cache struct {
 	objectCount atomic.Int64
 	isClosed    atomic.Bool // mirrors closed for lock-free checks
 	lastAccess  atomic.Int64
-	stats       counters
+	// noRoomAt is when a block was last refused room (nowNano; 0: never):
+	// read-ahead pauses for noRoomPause after it (Handle.Prefetch).
+	noRoomAt atomic.Int64
+	stats    counters
 
 	inodes inodeTable
 

@@ -70,12 +70,14 @@ func (c *Cache) freeGoal() float64 {
 // evicting on demand; false means the block must not be cached.
 func (c *Cache) admit(n int64) bool {
 	if !c.reserve(n) {
+		c.noRoomAt.Store(c.nowNano())
 		return false
 	}
 	if c.disk.belowFloor(c.opts.MinFreeRatio, n, c.tune.statfsInterval) {
 		c.evictSync(n)
 		if c.disk.belowFloor(c.opts.MinFreeRatio, n, 0) {
 			c.used.Add(-n)
+			c.noRoomAt.Store(c.nowNano())
 			return false
 		}
 	}

@@ -75,7 +75,10 @@ func (c *Cache) acquire(o *object, b0, b1 int, why fetchFor) []*flight {
 			continue
 		}
 		f := o.inflight[b]
-		if f == nil {
+		if f == nil && o.uncached != nil && o.uncachedBlock == b {
+			f = o.uncached // completed; its bytes stay on it
+			endRun()
+		} else if f == nil {
 			f = newFlight(why)
 			o.inflight[b] = f
 			switch {

@@ -103,6 +103,13 @@ type object struct {
 	// kept: ready blocks written with O_DIRECT whose fetch buffer is kept
 	// for the reader to come (writeback_kept.go).
 	kept map[int]*flight
+	// uncached is the last block fetched that could not be stored (no
+	// room), with its bytes on its completed flight (a heap copy), until
+	// a read reaches the block's end, another block takes its place or
+	// the last pin goes: a reader reading a block in several requests
+	// finds the rest there instead of fetching the block again.
+	uncached      *flight
+	uncachedBlock int
 	// pins counts handles and running fetches; pinned objects are never
 	// evicted and keep their data file.
 	pins  int

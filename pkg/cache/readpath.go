@@ -41,6 +41,7 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 					// Read to its end: no need to keep it after the write.
 					f.consumed.Store(true)
 					o.unkeep(b, f, c.pool(o.bs))
+					o.forgetUncached(f)
 				}
 				continue
 			}
@@ -54,6 +55,10 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 			}
 			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
 				n += m // fetched but not cached
+				if hi == int64(b)*o.bs+o.blockLen(b) {
+					f.consumed.Store(true)
+					o.forgetUncached(f)
+				}
 				continue
 			}
 		}

@@ -78,9 +78,20 @@ func (o *object) unkeep(b int, f *flight, p *bufPool) {
 	}
 }
 
-// dropKept drops all of o's kept buffers (its last pin went).
+// forgetUncached drops o's uncached block if it is f's.
+func (o *object) forgetUncached(f *flight) {
+	o.mu.Lock()
+	if o.uncached == f {
+		o.uncached = nil
+	}
+	o.mu.Unlock()
+}
+
+// dropKept drops all of o's kept buffers and its uncached block (its last
+// pin went).
 func (o *object) dropKept(p *bufPool) {
 	o.mu.Lock()
+	o.uncached = nil
 	drop := make([]*flight, 0, len(o.kept))
 	for b, f := range o.kept {
 		drop = append(drop, f)
