@@ -49,7 +49,7 @@ func tuneMountGC(ctx context.Context, c *cache.Cache) {
 		if live[0].Value.Kind() != metrics.KindUint64 {
 			return // not this runtime's metric: keep the default
 		}
-		want := gcPercentFor(int64(live[0].Value.Uint64()), c.Stats().BufferBytes)
+		want := gcPercentFor(int64(live[0].Value.Uint64()), c.BufferBytes())
 		if want != current {
 			debug.SetGCPercent(want)
 			current = want

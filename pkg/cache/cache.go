@@ -365,12 +365,20 @@ func (c *Cache) Stats() Stats {
 		FetchLimit:     int64(c.fetches.current()),
 		FetchesPeak:    int64(c.fetches.peakInFlight()),
 	}
-	c.pools.Range(func(_, p any) bool {
-		s.BufferBytes += p.(*bufPool).bytes()
-		return true
-	})
+	s.BufferBytes = c.BufferBytes()
 	c.prefetchStats(&s)
 	return s
+}
+
+// BufferBytes is Stats().BufferBytes without the rest of Stats: the
+// memory of the block buffers allocated now.
+func (c *Cache) BufferBytes() int64 {
+	var n int64
+	c.pools.Range(func(_, p any) bool {
+		n += p.(*bufPool).bytes()
+		return true
+	})
+	return n
 }
 
 func (c *Cache) dataPath(id objID) string { return filepath.Join(c.dir, dataRel(id)) }

@@ -38,10 +38,7 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
 				n += m
 				if hi == int64(b)*o.bs+o.blockLen(b) {
-					// Read to its end: no need to keep it after the write.
-					f.consumed.Store(true)
-					o.unkeep(b, f, c.pool(o.bs))
-					o.forgetUncached(f)
+					c.readToEnd(o, b, f)
 				}
 				continue
 			}
@@ -56,8 +53,7 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
 				n += m // fetched but not cached
 				if hi == int64(b)*o.bs+o.blockLen(b) {
-					f.consumed.Store(true)
-					o.forgetUncached(f)
+					c.readToEnd(o, b, f)
 				}
 				continue
 			}
@@ -78,6 +74,15 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 	c.stats.missBytes.Add(int64(n))
 	c.touch(o)
 	return n, nil
+}
+
+// readToEnd records that a read copied block b from f's buffer to the
+// block's end: its buffer need not be kept after the write, nor its bytes
+// after a write that could not store it.
+func (c *Cache) readToEnd(o *object, b int, f *flight) {
+	f.consumed.Store(true)
+	o.unkeep(b, f, c.pool(o.bs))
+	o.forgetUncached(f)
 }
 
 // readReady reads p at off, all of it in ready blocks: kept bytes from
