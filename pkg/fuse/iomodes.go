@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -53,9 +54,41 @@ type ioCount struct {
 	backing    int32 // backing ID of the passthrough opens
 }
 
-// ledgerRecord is the on-disk record: ino, backing ID, op (1 open, 2
-// close) and mode, little endian.
-const ledgerRecordSize = 16
+// A request the kernel resends (FUSE_NOTIFY_RESEND) carries its first
+// unique with this bit set. A dead process may have recorded an OPEN or
+// a RELEASE and died before its reply reached the kernel: the successor
+// gets the same request again and must not count it twice (a release
+// counted twice unpins an inode the kernel still has open, and the next
+// open in the other mode fails with EIO). So every record carries its
+// request's unique, and a resent request whose unique the predecessors
+// recorded is answered without counting it again.
+const resendBit = 1 << 63
+
+// ledgerRecord is the on-disk record, little endian: ino (8 bytes),
+// backing ID (4), op (1: 1 open, 2 close, ored with opUncounted), mode
+// (1), 2 unused, the request's unique without resendBit (8).
+const ledgerRecordSize = 24
+
+// legacyRecordSize is the record of ledgers written before uniques were
+// (same layout, ending after the mode).
+const legacyRecordSize = 16
+
+// opUncounted marks a record of a resent request the predecessors had
+// already counted: it changes no count and keeps the unique known to a
+// later successor.
+const opUncounted = 0x80
+
+// ledgerRecentRecords is how many of a replayed ledger's last records are
+// matched against resent requests. A request's record is written just
+// before its reply, so one the kernel resends is among the last few.
+const ledgerRecentRecords = 4096
+
+// recentOp is what a predecessor recorded for a request.
+type recentOp struct {
+	ino  uint64
+	open bool
+	mode ioMode
+}
 
 // ledgerCompactAt is the record count at which the file is rewritten with
 // the live opens only.
@@ -72,6 +105,7 @@ type ioLedger struct {
 	mu      sync.Mutex // guards the fields below
 	f       *os.File
 	live    map[uint64]ioCount
+	recent  map[uint64]recentOp // unique → the predecessors' record (replay's last records)
 	records int
 	failed  bool // a write failed (logged once)
 	unknown bool // resumed without a ledger: inherited opens are unknown
@@ -80,16 +114,23 @@ type ioLedger struct {
 // ledgerPath is the ledger of the connection named session next to the
 // session record.
 func ledgerPath(sessionFile, session string) string {
-	return filepath.Join(filepath.Dir(sessionFile), "fuse-iomodes-"+session+".log")
+	return filepath.Join(filepath.Dir(sessionFile), "fuse-iomodes2-"+session+".log")
+}
+
+// legacyLedgerPath is where binaries before ledgerRecordSize's uniques
+// kept the ledger (16-byte records): replayed when the ledger is missing,
+// for a takeover across an upgrade.
+func legacyLedgerPath(path string) string {
+	return strings.Replace(path, "fuse-iomodes2-", "fuse-iomodes-", 1)
 }
 
 // openLedger opens the connection's ledger. A fresh connection starts an
 // empty one (removing those of earlier connections); a resumed one
 // replays it and returns the inherited opens.
 func openLedger(path string, resume bool) (*ioLedger, map[uint64]ioCount, error) {
-	l := &ioLedger{path: path, live: map[uint64]ioCount{}}
+	l := &ioLedger{path: path, live: map[uint64]ioCount{}, recent: map[uint64]recentOp{}}
 	if !resume {
-		old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "fuse-iomodes-*.log"))
+		old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "fuse-iomodes*-*.log"))
 		for _, p := range old {
 			_ = os.Remove(p)
 		}
@@ -106,9 +147,15 @@ func openLedger(path string, resume bool) (*ioLedger, map[uint64]ioCount, error)
 	return l, inherited, nil
 }
 
-// replay reads the predecessors' records into l.live.
+// replay reads the predecessors' records into l.live and the last
+// ledgerRecentRecords of them into l.recent.
 func (l *ioLedger) replay() error {
+	size := ledgerRecordSize
 	b, err := os.ReadFile(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		size = legacyRecordSize
+		b, err = os.ReadFile(legacyLedgerPath(l.path))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		klog.InfoS("no I/O mode ledger for this connection: inherited open files are unknown", "path", l.path)
 		l.unknown = true
@@ -117,10 +164,20 @@ func (l *ioLedger) replay() error {
 	if err != nil {
 		return fmt.Errorf("fuse: read the I/O mode ledger: %w", err)
 	}
-	for ; len(b) >= ledgerRecordSize; b = b[ledgerRecordSize:] {
-		ino := binary.LittleEndian.Uint64(b)
-		backing := int32(binary.LittleEndian.Uint32(b[8:]))
-		l.apply(ino, b[12] == 1, ioMode(b[13]), backing)
+	n := len(b) / size
+	for i := 0; i < n; i++ {
+		r := b[i*size : (i+1)*size]
+		ino := binary.LittleEndian.Uint64(r)
+		backing := int32(binary.LittleEndian.Uint32(r[8:]))
+		open, mode := r[12]&^opUncounted == 1, ioMode(r[13])
+		if r[12]&opUncounted == 0 {
+			l.apply(ino, open, mode, backing)
+		}
+		if size == ledgerRecordSize && i >= n-ledgerRecentRecords {
+			if u := binary.LittleEndian.Uint64(r[16:]); u != 0 {
+				l.recent[u] = recentOp{ino: ino, open: open, mode: mode}
+			}
+		}
 	}
 	return nil
 }
@@ -151,17 +208,25 @@ func (l *ioLedger) apply(ino uint64, open bool, mode ioMode, backing int32) {
 	l.live[ino] = c
 }
 
-// rewrite replaces the file with the live opens and opens it for
-// appending.
+// rewrite replaces the file with the live opens (and the uniques of
+// recent, uncounted, for a successor the resent requests reach only
+// after this process) and opens it for appending.
 func (l *ioLedger) rewrite() error {
 	var buf []byte
 	for ino, c := range l.live {
 		for range c.pt {
-			buf = appendRecord(buf, ino, true, modePassthrough, c.backing)
+			buf = appendRecord(buf, ino, 1, modePassthrough, c.backing, 0)
 		}
 		for range c.cached {
-			buf = appendRecord(buf, ino, true, modeCached, 0)
+			buf = appendRecord(buf, ino, 1, modeCached, 0, 0)
 		}
+	}
+	for u, r := range l.recent {
+		op := byte(2)
+		if r.open {
+			op = 1
+		}
+		buf = appendRecord(buf, r.ino, op|opUncounted, r.mode, 0, u)
 	}
 	// Not fsynced, like the appended records: the ledger only serves a
 	// successor on the same kernel connection, which a machine crash ends.
@@ -179,35 +244,54 @@ func (l *ioLedger) rewrite() error {
 	return nil
 }
 
-func appendRecord(b []byte, ino uint64, open bool, mode ioMode, backing int32) []byte {
+func appendRecord(b []byte, ino uint64, op byte, mode ioMode, backing int32, unique uint64) []byte {
 	var r [ledgerRecordSize]byte
 	binary.LittleEndian.PutUint64(r[:], ino)
 	binary.LittleEndian.PutUint32(r[8:], uint32(backing))
-	if open {
-		r[12] = 1
-	} else {
-		r[12] = 2
-	}
-	r[13] = byte(mode)
+	r[12], r[13] = op, byte(mode)
+	binary.LittleEndian.PutUint64(r[16:], unique&^resendBit)
 	return append(b, r[:]...)
 }
 
-// record notes an open or a close of ino in mode (direct I/O is not
-// recorded: it takes no inode mode).
-func (l *ioLedger) record(ino uint64, open bool, mode ioMode, backing int32) {
+// recorded reports whether a request is one the kernel resent after the
+// predecessors recorded it as an open or close of ino in mode: the kernel
+// never saw their reply, and this process's answer stands for it, already
+// counted.
+func (l *ioLedger) recorded(ino uint64, open bool, mode ioMode, unique uint64) bool {
+	if l == nil || unique&resendBit == 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.recent[unique&^resendBit]
+	return ok && r == recentOp{ino: ino, open: open, mode: mode}
+}
+
+// record notes an open or a close of ino in mode by the request unique
+// (direct I/O is not recorded: it takes no inode mode); an uncounted one
+// (recorded) changes no count.
+func (l *ioLedger) record(ino uint64, open bool, mode ioMode, backing int32, unique uint64, counted bool) {
 	if l == nil || mode == modeDirect {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.apply(ino, open, mode, backing)
+	op := byte(2)
+	if open {
+		op = 1
+	}
+	if counted {
+		l.apply(ino, open, mode, backing)
+	} else {
+		op |= opUncounted
+	}
 	if l.records >= ledgerCompactAt {
 		if err := l.rewrite(); err != nil {
 			l.fail(err)
 		}
 		return
 	}
-	if _, err := l.f.Write(appendRecord(nil, ino, open, mode, backing)); err != nil {
+	if _, err := l.f.Write(appendRecord(nil, ino, op, mode, backing, unique)); err != nil {
 		l.fail(err)
 		return
 	}

@@ -146,3 +146,110 @@ func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 		t.Errorf("ledger file: %v %v", st, err)
 	}
 }
+
+// openU and releaseU are open and release with the request's unique.
+func openU(t *testing.T, s *sessionFS, ino, unique uint64) gofuse.OpenOut {
+	t.Helper()
+	var out gofuse.OpenOut
+	if st := s.Open(nil, &gofuse.OpenIn{InHeader: gofuse.InHeader{NodeId: ino, Unique: unique}}, &out); !st.Ok() {
+		t.Fatal(st)
+	}
+	return out
+}
+
+func releaseU(s *sessionFS, ino, fh, unique uint64) {
+	s.Release(nil, &gofuse.ReleaseIn{InHeader: gofuse.InHeader{NodeId: ino, Unique: unique}, Fh: fh})
+}
+
+// successor opens the ledger at path as the next process would.
+func successor(t *testing.T, path string) (*sessionFS, map[uint64]ioCount) {
+	t.Helper()
+	s := newSessionFS(&rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, true)
+	l, inherited, err := openLedger(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	s.ledger = l
+	s.inherit(inherited)
+	return s, inherited
+}
+
+// A process killed after recording an open or a release but before its
+// reply reached the kernel: the kernel resends the request (its unique
+// with resendBit) to the successor, which must count it once. A release
+// counted twice unpinned an inode the kernel still had open (the next
+// open in the other mode then failed with EIO, as make chaos saw once); an
+// open counted twice pinned its inode for good.
+func TestLedgerCountsResentRequestsOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := ledgerPath(filepath.Join(dir, "fuse-session.json"), "abc")
+	s1 := newSessionFS(&rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, false)
+	l1, _, err := openLedger(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1.ledger = l1
+	// Ino 20: A open and answered, C opened and its release recorded but
+	// not answered. Ino 21: D answered, the open of B recorded but not
+	// answered.
+	openU(t, s1, 20, 100)       // A
+	c := openU(t, s1, 20, 104)  // C
+	releaseU(s1, 20, c.Fh, 106) // C's release, unanswered
+	d := openU(t, s1, 21, 110)  // D
+	openU(t, s1, 21, 112)       // B, unanswered
+	_ = l1.Close()
+
+	s2, inherited := successor(t, path)
+	if inherited[20] != (ioCount{cached: 1}) || inherited[21] != (ioCount{cached: 2}) {
+		t.Fatalf("inherited %+v", inherited)
+	}
+	b := openU(t, s2, 21, 112|resendBit) // B again: the same open
+	releaseU(s2, 20, c.Fh, 106|resendBit)
+	if !s2.pinned(20) {
+		t.Fatal("ino 20 unpinned by a resent release while A is still open")
+	}
+	_ = s2.ledger.Close() // s2 dies before answering the resent release
+
+	// A third process gets the release once more: still not counted.
+	s3, inherited := successor(t, path)
+	if inherited[20] != (ioCount{cached: 1}) || inherited[21] != (ioCount{cached: 2}) {
+		t.Fatalf("third process inherited %+v", inherited)
+	}
+	releaseU(s3, 20, c.Fh, 106|resendBit)
+	if !s3.pinned(20) {
+		t.Fatal("ino 20 unpinned by a release resent twice")
+	}
+	releaseU(s3, 20, s1.epoch|uint64(modeCached)<<fhModeShift|7, 120) // A
+	if s3.pinned(20) {
+		t.Error("ino 20 still pinned after A's release")
+	}
+	releaseU(s3, 21, d.Fh, 122)
+	releaseU(s3, 21, b.Fh, 124)
+	if s3.pinned(21) {
+		t.Error("ino 21 still pinned after the release of both its opens: the resent open was counted twice")
+	}
+}
+
+// A ledger written before records carried uniques is replayed.
+func TestLegacyLedgerReplayed(t *testing.T) {
+	dir := t.TempDir()
+	path := ledgerPath(filepath.Join(dir, "fuse-session.json"), "abc")
+	var buf []byte
+	for _, r := range []struct {
+		ino     uint64
+		op      byte
+		mode    ioMode
+		backing int32
+	}{{10, 1, modePassthrough, 5}, {10, 1, modePassthrough, 5}, {11, 1, modeCached, 0}, {12, 1, modeCached, 0}, {12, 2, modeCached, 0}} {
+		buf = appendRecord(buf, r.ino, r.op, r.mode, r.backing, 0)[:len(buf)+legacyRecordSize]
+	}
+	if err := os.WriteFile(legacyLedgerPath(path), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, inherited := successor(t, path)
+	want := map[uint64]ioCount{10: {pt: 2, backing: 5}, 11: {cached: 1}}
+	if len(inherited) != len(want) || inherited[10] != want[10] || inherited[11] != want[11] {
+		t.Errorf("inherited %+v, want %+v", inherited, want)
+	}
+}

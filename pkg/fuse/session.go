@@ -322,6 +322,8 @@ func (s *sessionFS) opened(cancel <-chan struct{}, st gofuse.Status, h *gofuse.I
 		return st
 	}
 	mode := modeOf(out)
+	// A resent open a predecessor recorded is already counted.
+	again := false
 	if s.resumed {
 		s.mu.Lock()
 		p := s.pins[ino]
@@ -330,16 +332,17 @@ func (s *sessionFS) opened(cancel <-chan struct{}, st gofuse.Status, h *gofuse.I
 			s.RawFileSystem.Release(cancel, &gofuse.ReleaseIn{InHeader: *h, Fh: out.Fh, Flags: flags})
 			return gofuse.Status(syscall.ETXTBSY)
 		}
-		if p != nil {
-			if p.pt {
-				out.OpenFlags = (out.OpenFlags | gofuse.FOPEN_PASSTHROUGH) &^ (gofuse.FOPEN_DIRECT_IO | gofuse.FOPEN_KEEP_CACHE)
-				out.BackingID, mode = p.backing, modePassthrough
-			}
+		if p != nil && p.pt {
+			out.OpenFlags = (out.OpenFlags | gofuse.FOPEN_PASSTHROUGH) &^ (gofuse.FOPEN_DIRECT_IO | gofuse.FOPEN_KEEP_CACHE)
+			out.BackingID, mode = p.backing, modePassthrough
+		}
+		again = s.ledger.recorded(ino, true, mode, h.Unique)
+		if p != nil && !again {
 			p.n++
 		}
 		s.mu.Unlock()
 	}
-	s.ledger.record(ino, true, mode, out.BackingID)
+	s.ledger.record(ino, true, mode, out.BackingID, h.Unique, !again)
 	out.Fh = s.own(out.Fh, flags, mode)
 	return st
 }
@@ -347,14 +350,18 @@ func (s *sessionFS) opened(cancel <-chan struct{}, st gofuse.Status, h *gofuse.I
 // handleMode is the I/O mode encoded in a handle.
 func handleMode(fh uint64) ioMode { return ioMode(fh&fhModeMask) >> fhModeShift }
 
-// released records the release of a file handle fh of node ino.
-func (s *sessionFS) released(ino, fh uint64) {
+// released records the release of a file handle fh of node ino by the
+// request unique, after the file system released it: a release the
+// kernel resends after a kill then finds the open still counted, or, if
+// the predecessor recorded it, is not counted again.
+func (s *sessionFS) released(ino, fh, unique uint64) {
 	mode := handleMode(fh)
 	if mode == modeDirect {
 		return
 	}
-	s.ledger.record(ino, false, mode, 0)
-	if s.resumed {
+	again := s.ledger.recorded(ino, false, mode, unique)
+	s.ledger.record(ino, false, mode, 0, unique, !again)
+	if s.resumed && !again {
 		s.unpin(ino)
 	}
 }

@@ -232,7 +232,7 @@ func (s *sessionFS) SetLkw(cancel <-chan struct{}, in *gofuse.LkIn) gofuse.Statu
 }
 
 func (s *sessionFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
-	s.released(in.NodeId, in.Fh) // counted even if the node cannot be revived
+	defer s.released(in.NodeId, in.Fh, in.Unique) // counted even if the node cannot be revived
 	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return
 	}
