@@ -136,3 +136,56 @@ func lastTx(t *testing.T, c *Cache) int {
 	}
 	return id
 }
+
+// TestPeriodicFlushFindsQueuedAccess checks the queue the periodic flush
+// reads instead of every object in memory: an access that makes an idle
+// object's access time due is written by the next periodic flush (and
+// only once), and one that does not is left for a later due access or an
+// exact flush.
+func TestPeriodicFlushFindsQueuedAccess(t *testing.T) {
+	const grain = time.Minute
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	opts := testOpts()
+	opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	c, fake, _ := newFixture(t, opts)
+	c.tune.atimeGrain = grain
+	var infos []objstore.ObjectInfo
+	for i := range 3 {
+		infos = append(infos, put(t, fake, fmt.Sprintf("o%d", i), randBytes(uint64(i), 16*kib)))
+		readObject(t, c, infos[i])
+	}
+	mustFlush(t, c)
+	if q := c.takeDueATimes(); len(q) != 0 {
+		t.Fatalf("%d objects queued after an exact flush, want none", len(q))
+	}
+	now.Add(int64(10 * time.Second))
+	readObject(t, c, infos[0]) // within the grain: not queued
+	now.Add(int64(2 * time.Minute))
+	readObject(t, c, infos[1]) // due
+	t1 := now.Load()
+	readObject(t, c, infos[1]) // queued once
+	c.dueMu.Lock()
+	queued := len(c.dueATimes)
+	c.dueMu.Unlock()
+	if queued != 1 {
+		t.Errorf("%d objects queued, want 1 (o1, once)", queued)
+	}
+	before := indexedATime(t, c, "o0")
+	if err := c.flushGrain(grain); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexedATime(t, c, "o1"); got != t1 {
+		t.Errorf("o1's due access: indexed %d, want %d", got, t1)
+	}
+	if got := indexedATime(t, c, "o0"); got != before {
+		t.Errorf("o0's access within the grain was written by the periodic flush")
+	}
+	txBefore := lastTx(t, c)
+	if err := c.flushGrain(grain); err != nil {
+		t.Fatal(err)
+	}
+	if tx := lastTx(t, c); tx != txBefore {
+		t.Error("a second periodic flush with nothing due committed")
+	}
+}

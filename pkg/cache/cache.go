@@ -68,6 +68,12 @@ type Cache struct {
 	// of object records.
 	flushMu sync.Mutex
 
+	// dueMu guards dueATimes: the objects whose access time became due
+	// for the index at the periodic flush's grain (touch), so that the
+	// flush need not look at every object in memory. Taken after c.mu.
+	dueMu     sync.Mutex
+	dueATimes []*object
+
 	mu sync.Mutex
 	// guarded by mu
 	objs      map[string]*object // current version of each key in memory
@@ -393,11 +399,37 @@ func (c *Cache) pool(bs int64) *bufPool {
 
 func (c *Cache) nowNano() int64 { return c.opts.Now().UnixNano() }
 
-// touch records an access to o.
+// touch records an access to o, and queues o for the periodic flush
+// when the access makes its access time due (flushGrain).
 func (c *Cache) touch(o *object) {
 	now := c.nowNano()
 	o.atime.Store(now)
 	c.lastAccess.Store(now)
+	if atimeDue(now, o.flushedATime.Load(), int64(c.tune.atimeGrain)) {
+		c.queueDueATime(o)
+	}
+}
+
+// queueDueATime queues o for the periodic flush, unless it is queued.
+func (c *Cache) queueDueATime(o *object) {
+	if o.atimeQueued.CompareAndSwap(false, true) {
+		c.dueMu.Lock()
+		c.dueATimes = append(c.dueATimes, o)
+		c.dueMu.Unlock()
+	}
+}
+
+// takeDueATimes returns the objects touch queued and empties the queue;
+// each may be queued again from then on.
+func (c *Cache) takeDueATimes() []*object {
+	c.dueMu.Lock()
+	due := c.dueATimes
+	c.dueATimes = nil
+	c.dueMu.Unlock()
+	for _, o := range due {
+		o.atimeQueued.Store(false)
+	}
+	return due
 }
 
 func (c *Cache) logError(err error, msg string) {

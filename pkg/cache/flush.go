@@ -67,7 +67,21 @@ func (c *Cache) flushGrain(grain time.Duration) error {
 	for o := range c.dirtyObjs {
 		cands = append(cands, o)
 	}
-	for _, o := range c.objs {
+	// An access time becomes due at the periodic flush's grain only by an
+	// access, and touch queues those: the periodic flush looks at the
+	// queue, a flush at a finer grain (Sync, Close: exact times) at every
+	// object in memory.
+	due := c.takeDueATimes()
+	if g < int64(c.tune.atimeGrain) {
+		due = make([]*object, 0, len(c.objs))
+		for _, o := range c.objs {
+			due = append(due, o)
+		}
+	}
+	for _, o := range due {
+		if c.objs[o.info.Key] != o {
+			continue // left memory (a new version, an eviction) since
+		}
 		o.mu.Lock()
 		touched := o.atimeDueLocked(g)
 		o.mu.Unlock()
@@ -105,12 +119,12 @@ func (c *Cache) flushGrain(grain time.Duration) error {
 				o.unsynced = false
 			}
 		}
-		if at := o.atime.Load(); at != o.flushedATime && (op.rec != nil || (!op.write && o.inIndex && o.atimeDueLocked(g))) {
+		if at := o.atime.Load(); at != o.flushedATime.Load() && (op.rec != nil || (!op.write && o.inIndex && o.atimeDueLocked(g))) {
 			op.atime = at
 		}
 		o.mu.Unlock()
 		if op.rec != nil && op.atime == 0 {
-			op.atime = o.flushedATime
+			op.atime = o.flushedATime.Load()
 			if op.atime == 0 {
 				op.atime = c.nowNano()
 			}
@@ -177,6 +191,9 @@ func (c *Cache) flushGrain(grain time.Duration) error {
 			if op.write {
 				c.redirty(op.o, op.file != nil)
 			}
+			if op.atime != 0 {
+				c.queueDueATime(op.o)
+			}
 		}
 		c.mu.Lock()
 		for _, k := range stale {
@@ -201,7 +218,7 @@ func (c *Cache) flushGrain(grain time.Duration) error {
 			op.o.inIndex = op.rec != nil
 		}
 		if op.atime != 0 {
-			op.o.flushedATime = op.atime
+			op.o.flushedATime.Store(op.atime)
 		}
 		op.o.mu.Unlock()
 	}
@@ -299,6 +316,12 @@ func (c *Cache) flushMeta() error {
 // index: it changed, and by at least g ns unless none was written yet.
 // The caller holds o.mu.
 func (o *object) atimeDueLocked(g int64) bool {
-	at := o.atime.Load()
-	return at != o.flushedATime && (o.flushedATime == 0 || at-o.flushedATime >= g || at < o.flushedATime)
+	return atimeDue(o.atime.Load(), o.flushedATime.Load(), g)
+}
+
+// atimeDue reports whether access time at must be written to the index
+// over the indexed f at grain g (ns): it changed, and by at least g
+// unless none was written yet or the clock went back.
+func atimeDue(at, f, g int64) bool {
+	return at != f && (f == 0 || at-f >= g || at < f)
 }

@@ -185,7 +185,7 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 	o.alloc = rec.Alloc
 	// The indexed access time, so that the flusher's grain applies to
 	// objects that left memory and came back.
-	o.flushedATime = int64(atime)
+	o.flushedATime.Store(int64(atime))
 	o.atime.Store(int64(atime))
 	f, err := regfile.Open(o.path, os.O_RDWR, 0)
 	if err != nil {

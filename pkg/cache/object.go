@@ -92,6 +92,11 @@ type object struct {
 	direct atomic.Pointer[os.File]
 	// atime is the last access in unix ns.
 	atime atomic.Int64
+	// flushedATime is the access time last written to the index (stored
+	// under mu; read by touch without it).
+	flushedATime atomic.Int64
+	// atimeQueued: o is on Cache.atimeDue (touch).
+	atimeQueued atomic.Bool
 	// prefetching: a prefetch fetches it; its GETs take the prefetch
 	// slots (prefetch.go).
 	prefetching atomic.Bool
@@ -127,8 +132,6 @@ type object struct {
 	// reservations of the writes still running.
 	writes  int
 	carried int64
-	// flushedATime is the access time last written to the index.
-	flushedATime int64
 	// inIndex: the index holds a record of this version.
 	inIndex bool
 	// keepPath: a newer install of the same version took over path, so
