@@ -13,7 +13,8 @@ import (
 // the kernel knows them by (and a successor process resolves those numbers
 // to their new paths), while src, should it be created again, gets a new
 // number instead of colliding with the moved file. Numbers of paths dst
-// replaced resolve to nothing afterwards.
+// replaced resolve to nothing afterwards. With no number under src it
+// does nothing, so that it can be repeated.
 func (c *Cache) RenameInodes(src, dst string) error {
 	if err := checkPath(src); err != nil || src == "" {
 		return fmt.Errorf("%w: rename source %q", ErrInvalidArgument, src)
@@ -57,6 +58,12 @@ func (c *Cache) RenameInodes(src, dst string) error {
 		}
 		var moved, replaced []pair
 		under(src, func(p string, ino []byte) { moved = append(moved, pair{dst + p[len(src):], ino}) })
+		if len(moved) == 0 {
+			// Nothing numbered under src: the move was made already (a
+			// rename the kernel resent to a successor), and dst's numbers
+			// are the moved ones.
+			return nil
+		}
 		under(dst, func(p string, ino []byte) { replaced = append(replaced, pair{p, ino}) })
 		for _, r := range replaced {
 			if err := b.Delete(pathKey(r.path)); err != nil {

@@ -109,6 +109,11 @@ func (f *FS) dirExists(ctx context.Context, key string) (bool, error) {
 	if isDir, known := f.cache.KnownDir(key); known {
 		return isDir, nil
 	}
+	return f.dirListed(ctx, key)
+}
+
+// dirListed reports whether the bucket lists any key under key+"/".
+func (f *FS) dirListed(ctx context.Context, key string) (bool, error) {
 	page, err := f.store.List(ctx, objstore.ListOptions{Prefix: key + "/", Delimiter: "/", MaxKeys: 1})
 	if err != nil {
 		return false, err

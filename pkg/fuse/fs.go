@@ -43,6 +43,9 @@ type FS struct {
 	// theirs in another mode is being released (session.go); set by Mount
 	// before the first request, nil when not mounted.
 	pinned func(ino uint64) bool
+	// resent holds the requests resent after a takeover that the file
+	// system is answering (resentKey; resent.go).
+	resent sync.Map
 
 	counters counters
 }

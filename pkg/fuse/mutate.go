@@ -88,8 +88,13 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.
 	return d.dirChild(ctx, name, key, 0, out)
 }
 
-// Rmdir deletes the marker of an empty directory.
+// Rmdir deletes the marker of an empty directory; a resent rmdir the
+// predecessor carried out succeeds (resent.go).
 func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return d.fsys.carriedOut(resentRmdir, name, d.rmdir(ctx, name), nil)
+}
+
+func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	f := d.fsys
 	key, errno := d.childKeyToChange(name)
 	if errno != 0 {
@@ -134,8 +139,13 @@ func hasPendingWrites(n *fs.Inode) bool {
 }
 
 // Unlink deletes the object; a file still being written here is not
-// uploaded afterwards.
+// uploaded afterwards. A resent unlink the predecessor carried out
+// succeeds (resent.go).
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	return d.fsys.carriedOut(resentUnlink, name, d.unlink(ctx, name), nil)
+}
+
+func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 	f := d.fsys
 	key, errno := d.childKeyToChange(name)
 	if errno != 0 {

@@ -14,8 +14,22 @@ import (
 )
 
 // Rename copies then deletes; see the package documentation for what is
-// not atomic.
+// not atomic. A resent rename the predecessor carried out succeeds
+// (resent.go).
 func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	errno := d.rename(ctx, name, newParent, newName, flags)
+	return d.fsys.carriedOut(resentRename, name, errno, func() bool {
+		np, ok := newParent.(*dirNode)
+		if !ok {
+			return false
+		}
+		srcDir, ok1 := d.key()
+		dstDir, ok2 := np.key()
+		return ok1 && ok2 && d.fsys.renameDone(childKey(srcDir, name), childKey(dstDir, newName))
+	})
+}
+
+func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	f := d.fsys
 	if f.cfg.ReadOnly {
 		return syscall.EROFS
@@ -42,7 +56,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if errno != 0 {
 		return errno
 	}
-	dstKind, err := f.kindOf(ctx, dst)
+	dstKind, err := f.kindOf(ctx, dst, false)
 	if err != nil {
 		return f.errno("rename", dst, err)
 	}
@@ -65,9 +79,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 		d.forgetListing()
 		np.forgetListing()
 		// The moved nodes keep their numbers under the new names.
-		if err := f.cache.RenameInodes(src, dst); err != nil {
-			klog.ErrorS(err, "renaming inode numbers; a takeover may not resolve the moved files", "volume", f.cfg.VolumeID, "from", src, "to", dst)
-		}
+		f.moveInodes(src, dst)
 	}
 	return errno
 }
@@ -77,7 +89,7 @@ func (d *dirNode) childIsDir(ctx context.Context, name, key string) (bool, sysca
 	if ch := d.GetChild(name); ch != nil {
 		return ch.IsDir(), 0
 	}
-	k, err := d.fsys.kindOf(ctx, key)
+	k, err := d.fsys.kindOf(ctx, key, false)
 	if err != nil {
 		return false, d.fsys.errno("rename", key, err)
 	}
@@ -95,20 +107,33 @@ const (
 	kindDir
 )
 
-// kindOf looks key up in the bucket, as Lookup does.
-func (f *FS) kindOf(ctx context.Context, key string) (kind, error) {
-	_, err := f.cache.Stat(ctx, key)
+// kindOf looks key up as Lookup does, through the cache's metadata, or,
+// with fresh, in the bucket itself.
+func (f *FS) kindOf(ctx context.Context, key string, fresh bool) (kind, error) {
+	stat, dirExists := f.cache.Stat, f.dirExists
+	if fresh {
+		stat, dirExists = f.store.Stat, f.dirListed
+	}
+	_, err := stat(ctx, key)
 	if err == nil {
 		return kindFile, nil
 	}
 	if !errors.Is(err, objstore.ErrNotFound) {
 		return kindNone, err
 	}
-	isDir, err := f.dirExists(ctx, key)
+	isDir, err := dirExists(ctx, key)
 	if err != nil || !isDir {
 		return kindNone, err
 	}
 	return kindDir, nil
+}
+
+// moveInodes gives the inode numbers of src and the paths below it to
+// dst, after a rename.
+func (f *FS) moveInodes(src, dst string) {
+	if err := f.cache.RenameInodes(src, dst); err != nil {
+		klog.ErrorS(err, "renaming inode numbers; a takeover may not resolve the moved files", "volume", f.cfg.VolumeID, "from", src, "to", dst)
+	}
 }
 
 // renameFile uploads pending data, then copies and deletes the object.

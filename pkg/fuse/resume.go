@@ -192,6 +192,7 @@ func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode boo
 	sfs := newSessionFS(rawfs, so.Resume)
 	f.pinned = sfs.pinned
 	sfs.orphaned = f.writes.drop
+	sfs.marker = f
 	// Files staged for writers: a resumed session keeps those of inodes
 	// its predecessors still had open, for adoption (writes.go).
 	var inheritedOpen func(ino uint64) bool

@@ -51,6 +51,7 @@ type sessionFS struct {
 	ledger     *ioLedger        // nil: none (no session record)
 	unregister func(id int32)   // releases a backing ID; nil: none
 	orphaned   func(ino uint64) // the last inherited open of ino is gone; nil: none
+	marker     marker           // marks resent requests for the file system (resent.go); nil: none
 
 	// holding counts the entries of releasing: while it is 0 (nearly
 	// always) a fresh session's opens skip mu (pinned).

@@ -55,39 +55,6 @@ func (s *sessionFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name strin
 	return st
 }
 
-func (s *sessionFS) Mkdir(cancel <-chan struct{}, in *gofuse.MkdirIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
-		return st
-	}
-	st := s.RawFileSystem.Mkdir(cancel, in, name, out)
-	s.entered(st, out)
-	return st
-}
-
-func (s *sessionFS) Unlink(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
-	if st := s.node(h, h.NodeId); !st.Ok() {
-		return st
-	}
-	return s.RawFileSystem.Unlink(cancel, h, name)
-}
-
-func (s *sessionFS) Rmdir(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
-	if st := s.node(h, h.NodeId); !st.Ok() {
-		return st
-	}
-	return s.RawFileSystem.Rmdir(cancel, h, name)
-}
-
-func (s *sessionFS) Rename(cancel <-chan struct{}, in *gofuse.RenameIn, oldName, newName string) gofuse.Status {
-	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
-		return st
-	}
-	if st := s.node(&in.InHeader, in.Newdir); !st.Ok() {
-		return st
-	}
-	return s.RawFileSystem.Rename(cancel, in, oldName, newName)
-}
-
 func (s *sessionFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
 	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st

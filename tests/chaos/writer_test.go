@@ -185,7 +185,24 @@ func writeLoop(spec writerSpec) int {
 				}
 				name := fmt.Sprintf("w%d/ckpt-%d.pt", th, n%4)
 				data := content(uint64(th)<<32|uint64(n), size)
-				if err := writeCheckpoint(filepath.Join(spec.Dir, name), data, piece, record); err != nil {
+				path := filepath.Join(spec.Dir, name)
+				// Odd threads save atomically, as many checkpointing
+				// libraries do: a temporary name of its own, then a
+				// rename. (A temporary name used again can meet MinIO's
+				// listing of a key being deleted as a prefix: see
+				// docs/architecture.md, "A MinIO listing can show a key
+				// being deleted as a prefix".)
+				tmp := path
+				if th%2 == 1 {
+					tmp = fmt.Sprintf("%s.tmp%d", path, n)
+				}
+				err := writeCheckpoint(tmp, data, piece, record)
+				if err == nil && tmp != path {
+					start := time.Now()
+					err = os.Rename(tmp, path)
+					record(start, err)
+				}
+				if err != nil {
 					time.Sleep(100 * time.Millisecond) // recorded; no busy loop
 					continue
 				}
@@ -425,10 +442,11 @@ func short(s string) string {
 
 // TestChaosWriters is the writer variant of make chaos: 3 writer threads
 // write 4 MiB checkpoints (open with O_TRUNC, 256 KiB writes, an fsync
-// halfway, close) in a loop while the FUSE process is killed at random
-// moments. No write, fsync or close may fail, every checkpoint closed
-// must be byte-exact in the bucket (the last one of each name), and no
-// writer may stall for 3 s.
+// halfway, close; the middle thread under a temporary name, then renamed
+// over the checkpoint) in a loop while the FUSE process is killed at
+// random moments. No write, fsync, close or rename may fail, every
+// checkpoint saved must be byte-exact in the bucket (the last one of each
+// name), and no writer may stall for 3 s.
 //
 // One failure is the kernel's, not Basin's, and is counted apart
 // (kernel_eio; checkKillErrors). The summary line `writers: errors= kills=
