@@ -40,6 +40,10 @@ import (
 //     Other inodes are served as by a fresh process. The mode of a handle
 //     is encoded in it, so that its release is counted in the right mode
 //     even by a later process.
+//   - The kernel resends the requests the predecessor read and did not
+//     answer. The ledger counts a resent open or release once (its records
+//     carry the request's unique), and a resent rename, unlink, rmdir or
+//     mkdir the predecessor carried out is answered as done (resent.go).
 //
 // A fresh session pays for the handle encoding and the ledger's appends.
 type sessionFS struct {
