@@ -107,9 +107,10 @@ type Cache struct {
 
 	metaMu sync.Mutex
 	// guarded by metaMu
-	attrs   map[string]pendingAttr // Stat results not yet in the index
-	lists   map[string]pendingList // listings not yet in the index
-	metaGen uint64
+	attrs    map[string]pendingAttr // Stat results not yet in the index
+	lists    map[string]pendingList // listings not yet in the index
+	metaGen  uint64
+	fetching map[string][]*metaFetch // metadata fetches under way, by the name they answer for (metafetch.go)
 }
 
 // counters are Stats' monotonic counters.

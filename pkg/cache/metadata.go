@@ -109,9 +109,12 @@ func (c *Cache) Stat(ctx context.Context, key string) (objstore.ObjectInfo, erro
 	}
 	return c.statSF.do(ctx, key, func() (objstore.ObjectInfo, error) {
 		c.stats.bucketRequests.Add(1)
+		fetch := c.beginFetch(key)
 		info, err := c.store.Stat(ctx, key)
 		now := c.opts.Now()
 		switch {
+		case c.endFetch(fetch):
+			// Answered as of before a change of this mount: not cached.
 		case errors.Is(err, objstore.ErrNotFound):
 			if c.opts.NegativeTTL != 0 {
 				c.setAttr(key, pendingAttr{kind: attrNegative, rec: attrRecord{FetchedAt: now}})
@@ -149,6 +152,7 @@ func (c *Cache) List(ctx context.Context, dirPrefix string) (Listing, error) {
 	}
 	l, err := c.listSF.do(ctx, dirPrefix, func() (Listing, error) {
 		var l Listing
+		fetch := c.beginFetch(dirPrefix)
 		err := objstore.ListAll(ctx, c.store, objstore.ListOptions{Prefix: dirPrefix, Delimiter: "/"}, func(p objstore.ListPage) error {
 			c.stats.bucketRequests.Add(1)
 			for _, o := range p.Objects {
@@ -163,11 +167,12 @@ func (c *Cache) List(ctx context.Context, dirPrefix string) (Listing, error) {
 			}
 			return nil
 		})
+		stale := c.endFetch(fetch)
 		if err != nil {
 			return Listing{}, fmt.Errorf("cache: list %q: %w", dirPrefix, err)
 		}
 		l.FetchedAt = c.opts.Now()
-		if c.opts.MetadataTTL != 0 {
+		if c.opts.MetadataTTL != 0 && !stale {
 			for _, o := range l.Objects {
 				c.recordAttr(o, l.FetchedAt)
 			}
@@ -234,6 +239,7 @@ func (c *Cache) Invalidate(key string) {
 
 // invalidate updates the in-memory overlay only; the next flush persists it.
 func (c *Cache) invalidate(key string) {
+	c.changed(key)
 	if key != "" {
 		c.setAttr(key, pendingAttr{kind: attrDeleted})
 	}

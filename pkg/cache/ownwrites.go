@@ -39,6 +39,7 @@ func (c *Cache) Wrote(info objstore.ObjectInfo) {
 // listing of its directory, if any, in the overlay (the next flush
 // persists them).
 func (c *Cache) recordWritten(info objstore.ObjectInfo) {
+	c.changed(info.Key)
 	c.recordAttr(info, c.opts.Now())
 	dir := parentPrefix(info.Key)
 	l, ok, err := c.cachedListing(dir)
@@ -64,6 +65,7 @@ func (c *Cache) MadeDir(key string) {
 		c.Invalidate(key)
 		return
 	}
+	c.changed(key)
 	now := c.opts.Now()
 	c.setListing(key+"/", &Listing{FetchedAt: now})
 	parent := parentPrefix(key)

@@ -52,7 +52,11 @@ func (c *Cache) Prime(ctx context.Context, dirPrefix string) error {
 	}
 	_, err := c.primeSF.do(ctx, dirPrefix, func() (Listing, error) {
 		c.stats.bucketRequests.Add(1)
+		fetch := c.beginFetch(dirPrefix)
 		p, err := c.store.List(ctx, objstore.ListOptions{Prefix: dirPrefix, Delimiter: "/", MaxKeys: primePageKeys})
+		if c.endFetch(fetch) {
+			return Listing{}, nil // answered as of before a change of this mount: not cached
+		}
 		if err != nil {
 			return Listing{}, fmt.Errorf("cache: prime %q: %w", dirPrefix, err)
 		}
