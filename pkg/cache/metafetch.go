@@ -1,5 +1,7 @@
 package cache
 
+import "slices"
+
 // A metadata fetch (a listing of a directory, a HEAD of a key) races this
 // mount's own changes: the bucket may answer it as of before a change the
 // mount made (an upload, a delete, a rename) while the cache records the
@@ -32,13 +34,7 @@ func (c *Cache) beginFetch(name string) *metaFetch {
 func (c *Cache) endFetch(f *metaFetch) (stale bool) {
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
-	fs := c.fetching[f.name]
-	for i, g := range fs {
-		if g == f {
-			fs = append(fs[:i], fs[i+1:]...)
-			break
-		}
-	}
+	fs := slices.DeleteFunc(c.fetching[f.name], func(g *metaFetch) bool { return g == f })
 	if len(fs) == 0 {
 		delete(c.fetching, f.name)
 	} else {
