@@ -19,11 +19,7 @@ import (
 // flush (Sync, Close) writes exact times.
 func TestAccessTimesWrittenAtTheirGrain(t *testing.T) {
 	const grain = time.Minute
-	var now atomic.Int64
-	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	opts := testOpts()
-	opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
-	c, fake, _ := newFixture(t, opts)
+	c, fake, now := clockFixture(t)
 	info := put(t, fake, "o", randBytes(1, 64*kib))
 	readAt := func(d time.Duration) int64 {
 		t.Helper()
@@ -68,6 +64,17 @@ func TestAccessTimesWrittenAtTheirGrain(t *testing.T) {
 	if got := indexedATime(t, c, "o"); got != t3 {
 		t.Errorf("explicit flush: indexed access time %d, want the exact %d", got, t3)
 	}
+}
+
+// clockFixture is newFixture on a clock the test moves (unix ns).
+func clockFixture(t *testing.T) (*Cache, *objstoretest.Fake, *atomic.Int64) {
+	t.Helper()
+	now := new(atomic.Int64)
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	opts := testOpts()
+	opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	c, fake, _ := newFixture(t, opts)
+	return c, fake, now
 }
 
 // indexedATime returns key's access time in the index (0: none).
@@ -144,11 +151,7 @@ func lastTx(t *testing.T, c *Cache) int {
 // exact flush.
 func TestPeriodicFlushFindsQueuedAccess(t *testing.T) {
 	const grain = time.Minute
-	var now atomic.Int64
-	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	opts := testOpts()
-	opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
-	c, fake, _ := newFixture(t, opts)
+	c, fake, now := clockFixture(t)
 	c.tune.atimeGrain = grain
 	var infos []objstore.ObjectInfo
 	for i := range 3 {

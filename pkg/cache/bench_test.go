@@ -253,17 +253,8 @@ func BenchmarkPeriodicFlush(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
-	buf := make([]byte, len(data))
 	for i := range n {
-		info := put(b, fake, fmt.Sprintf("ds/%03d/%07d", i%100, i), data)
-		h, err := c.OpenObject(context.Background(), info)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := h.ReadAt(context.Background(), buf, 0); err != nil {
-			b.Fatal(err)
-		}
-		_ = h.Close()
+		readObject(b, c, put(b, fake, fmt.Sprintf("ds/%03d/%07d", i%100, i), data))
 	}
 	if err := c.flush(); err != nil {
 		b.Fatal(err)

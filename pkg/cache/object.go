@@ -95,7 +95,7 @@ type object struct {
 	// flushedATime is the access time last written to the index (stored
 	// under mu; read by touch without it).
 	flushedATime atomic.Int64
-	// atimeQueued: o is on Cache.atimeDue (touch).
+	// atimeQueued: o is on Cache.dueATimes (touch).
 	atimeQueued atomic.Bool
 	// prefetching: a prefetch fetches it; its GETs take the prefetch
 	// slots (prefetch.go).

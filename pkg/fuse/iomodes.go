@@ -215,18 +215,14 @@ func (l *ioLedger) rewrite() error {
 	var buf []byte
 	for ino, c := range l.live {
 		for range c.pt {
-			buf = appendRecord(buf, ino, 1, modePassthrough, c.backing, 0)
+			buf = appendRecord(buf, ino, ledgerOp(true), modePassthrough, c.backing, 0)
 		}
 		for range c.cached {
-			buf = appendRecord(buf, ino, 1, modeCached, 0, 0)
+			buf = appendRecord(buf, ino, ledgerOp(true), modeCached, 0, 0)
 		}
 	}
 	for u, r := range l.recent {
-		op := byte(2)
-		if r.open {
-			op = 1
-		}
-		buf = appendRecord(buf, r.ino, op|opUncounted, r.mode, 0, u)
+		buf = appendRecord(buf, r.ino, ledgerOp(r.open)|opUncounted, r.mode, 0, u)
 	}
 	// Not fsynced, like the appended records: the ledger only serves a
 	// successor on the same kernel connection, which a machine crash ends.
@@ -242,6 +238,14 @@ func (l *ioLedger) rewrite() error {
 	}
 	l.f, l.records = f, len(buf)/ledgerRecordSize
 	return nil
+}
+
+// ledgerOp is a record's op byte: 1 for an open, 2 for a close.
+func ledgerOp(open bool) byte {
+	if open {
+		return 1
+	}
+	return 2
 }
 
 func appendRecord(b []byte, ino uint64, op byte, mode ioMode, backing int32, unique uint64) []byte {
@@ -276,10 +280,7 @@ func (l *ioLedger) record(ino uint64, open bool, mode ioMode, backing int32, uni
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	op := byte(2)
-	if open {
-		op = 1
-	}
+	op := ledgerOp(open)
 	if counted {
 		l.apply(ino, open, mode, backing)
 	} else {
