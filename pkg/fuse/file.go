@@ -30,6 +30,7 @@ type fileNode struct {
 	ptOpens     int                 // handles served by FUSE passthrough
 	ptPath      string              // backing file of the passthrough opens
 	w           *writeState         // non-nil while written or read through a staged copy
+	finishing   *writeState         // the write state its last release is finishing (install into the cache)
 	// INVARIANT: userOpens == 0 || ptOpens == 0 (the kernel refuses to mix).
 }
 
@@ -277,10 +278,28 @@ func (n *fileNode) releaseWrite(w *writeState, reader bool) {
 	if last && n.w == w {
 		n.w = nil
 	}
-	n.mu.Unlock()
 	if last {
-		w.finish()
+		n.finishing = w
 	}
+	n.mu.Unlock()
+	if !last {
+		return
+	}
+	w.finish()
+	n.mu.Lock()
+	if n.finishing == w {
+		n.finishing = nil
+	}
+	n.mu.Unlock()
+}
+
+// writeStates are the node's write state and the one its last release is
+// finishing, if any: an unlink or rename must stop the latter from
+// installing the old name's attributes after the change.
+func (n *fileNode) writeStates() (w, finishing *writeState) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.w, n.finishing
 }
 
 // Open pins the object for reading, or joins/creates the write state.

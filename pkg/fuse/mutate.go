@@ -120,7 +120,7 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	if err := f.store.Delete(ctx, key+"/"); err != nil {
 		return f.errno("rmdir", key, err)
 	}
-	f.cache.Invalidate(key)
+	f.cache.Removed(key, true) // gone for this mount's lookups at once
 	d.forgetListing()
 	return 0
 }
@@ -161,7 +161,7 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 	if err := f.store.Delete(ctx, key); err != nil {
 		return f.errno("unlink", key, err)
 	}
-	f.cache.Invalidate(key)
+	f.cache.Removed(key, false)
 	d.forgetListing()
 	return 0
 }
@@ -170,11 +170,15 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 // and open handles keep what they have.
 func (n *fileNode) unlinked() {
 	n.mu.Lock()
-	w := n.w
+	w, finishing := n.w, n.finishing
 	n.info.Key = ""
 	n.mu.Unlock()
-	if w != nil {
-		w.markUnlinked()
+	for _, w := range []*writeState{w, finishing} {
+		if w != nil {
+			// Waits for a finish under way: its install into the cache
+			// then comes before the removal is recorded.
+			w.markUnlinked()
+		}
 	}
 }
 
