@@ -99,7 +99,12 @@
 //   - chmod, chown and utimes succeed but change nothing: modes, owners and
 //     times come from the mount configuration and the bucket.
 //   - Hard links, symlinks, special files and extended attributes are not
-//     supported.
+//     supported; link and mknod of a FIFO, socket or device fail with EPERM
+//     (errno.go lists each unsupported operation's errno), mknod of a
+//     regular file creates an empty one.
+//   - A name the mount removed (unlink, rmdir, a tree, a rename's source)
+//     is gone from its own lookups at once (cache.Removed), not after the
+//     metadata TTL.
 //
 // # Errors
 //

@@ -35,7 +35,7 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 		return syscall.EROFS
 	}
 	if flags&^uint32(unix.RENAME_NOREPLACE) != 0 {
-		return syscall.EINVAL // RENAME_EXCHANGE, RENAME_WHITEOUT
+		return errnoNoRenameFlag // RENAME_EXCHANGE, RENAME_WHITEOUT
 	}
 	np, ok := newParent.(*dirNode)
 	if !ok || !validName(newName) {
