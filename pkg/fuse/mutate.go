@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -100,7 +101,7 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
+	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
 		return syscall.ENOTEMPTY
 	}
 	ctx, cancel := f.opContext(ctx)
@@ -123,6 +124,25 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	f.cache.Removed(key, true) // gone for this mount's lookups at once
 	d.forgetListing()
 	return 0
+}
+
+// releaseWait bounds how long rmdir and a directory rename wait for the
+// kernel's RELEASE of files closed just before: close(2) returns before
+// the asynchronous RELEASE reaches the file system, so "write, close,
+// rename the directory" would otherwise fail now and then with EBUSY.
+const releaseWait = time.Second
+
+// stillWriting reports whether a file under n is being written, after
+// waiting up to releaseWait for the releases of files already closed.
+func stillWriting(ctx context.Context, n *fs.Inode) bool {
+	deadline := time.Now().Add(releaseWait)
+	for hasPendingWrites(n) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
 }
 
 // hasPendingWrites reports whether a file under n is being written.

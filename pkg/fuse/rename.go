@@ -183,7 +183,7 @@ func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall
 // Each request gets the op timeout; the whole walk is not bounded.
 func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExists bool) syscall.Errno {
 	f := d.fsys
-	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
+	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
 		return syscall.EBUSY
 	}
 	if dstExists {
