@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/fuse"
@@ -16,10 +15,11 @@ import (
 )
 
 // mountFlags are the raw flag values of `csi-driver mount`. The settings
-// flags write straight into spec, which starts from mountspec.Default.
+// flags (mountspec.Spec.AddFlags, named in specFlags) write straight into
+// spec, which starts from mountspec.Default.
 type mountFlags struct {
-	spec         mountspec.Spec
-	mountOptions string
+	spec      mountspec.Spec
+	specFlags []string
 
 	// Process flags: who this process is and how it serves.
 	cacheDir, volumeID        string
@@ -34,12 +34,6 @@ type mountFlags struct {
 	// set names the flags given on the command line.
 	set map[string]bool
 }
-
-// specFlags are the flags that write into the spec; --spec-file replaces
-// all of them.
-var specFlags = []string{"endpoint", "region", "path-style", "cache-size", "cache-block-size", "metadata-ttl",
-	"negative-metadata-ttl", "read-ahead", "max-parallel-fetches", "op-timeout", "read-only", "uid", "gid",
-	"file-mode", "dir-mode", "mount-options"}
 
 // defaultMountFlags are the defaults shown by --help.
 func defaultMountFlags() mountFlags {
@@ -88,7 +82,7 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	spec := f.spec
 	positional := args
 	if f.specFile != "" {
-		for _, name := range specFlags {
+		for _, name := range f.specFlags { // --spec-file replaces all of them
 			if f.set[name] {
 				bad("--%s: with --spec-file the mount spec comes from the file", name)
 			}
@@ -121,10 +115,6 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 			}
 			spec.Backend, spec.Bucket, spec.Prefix = src.Backend, src.Bucket, src.Prefix
 			positional = args[1:]
-		}
-		var err error
-		if spec, err = spec.WithOptions(strings.Split(f.mountOptions, ",")); err != nil {
-			errs = append(errs, fmt.Errorf("--mount-options: %w", err))
 		}
 		if err := spec.Validate(); err != nil && len(errs) == 0 {
 			errs = append(errs, err)

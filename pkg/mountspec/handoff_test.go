@@ -174,9 +174,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestCheckOpenModeNamesTheKey: the refusals name the attribute and the
+// TestOpenModeRefusalsNameTheKey: the refusals name the attribute and the
 // accepted values or the alternative.
-func TestCheckOpenModeNamesTheKey(t *testing.T) {
+func TestOpenModeRefusalsNameTheKey(t *testing.T) {
 	for _, tc := range []struct {
 		m        OpenMode
 		readOnly bool
@@ -185,14 +185,16 @@ func TestCheckOpenModeNamesTheKey(t *testing.T) {
 		{"client", true, []string{"openMode", `"client"`, `"server"`, `"kernel"`}},
 		{OpenKernel, false, []string{"openMode", "read-only", `"server"`}},
 	} {
-		err := CheckOpenMode(tc.m, tc.readOnly)
-		if err == nil {
-			t.Errorf("CheckOpenMode(%q, %v) accepted", tc.m, tc.readOnly)
+		s := Default()
+		s.Bucket, s.OpenMode, s.ReadOnly = "b12", tc.m, tc.readOnly
+		err := s.Validate()
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("openMode %q, read-only %v: %v, want ErrInvalid", tc.m, tc.readOnly, err)
 			continue
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("CheckOpenMode(%q, %v) = %q, want it to name %s", tc.m, tc.readOnly, err, w)
+				t.Errorf("openMode %q, read-only %v: %q, want it to name %s", tc.m, tc.readOnly, err, w)
 			}
 		}
 	}

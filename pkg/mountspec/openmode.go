@@ -18,14 +18,12 @@ const (
 // OpenModes returns the accepted open modes, the default first.
 func OpenModes() []OpenMode { return mountdefaults.OpenModes() }
 
-// CheckOpenMode accepts m ("" stands for the default) on a mount that is
-// read-only or not. The message names the openMode attribute.
+// CheckOpenMode refuses OpenKernel on a mount that is not read-only (the
+// openMode setting's own check says which modes there are). The message
+// names the openMode attribute.
 func CheckOpenMode(m OpenMode, readOnly bool) error {
-	switch {
-	case m != "" && !m.Valid():
-		return fmt.Errorf("openMode %q: want one of %q", m, OpenModes())
-	case m == OpenKernel && !readOnly:
-		return fmt.Errorf("openMode %q needs a read-only mount (readOnly: \"true\", the mount option ro, or a ReadOnlyMany volume); use %q", m, OpenServer)
+	if m == OpenKernel && !readOnly {
+		return fmt.Errorf("%s %q needs a read-only mount (readOnly: \"true\", the mount option ro, or a ReadOnlyMany volume); use %q", KeyOpenMode, m, OpenServer)
 	}
 	return nil
 }
