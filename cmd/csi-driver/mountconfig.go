@@ -194,21 +194,15 @@ func runtimeConfig(s mountspec.Spec, volumeID string) (cache.Options, fuse.Confi
 	co := cache.Options{
 		VolumeID: volumeID, Origin: origin,
 		BlockSize: s.CacheBlockSize, Capacity: s.CacheSize,
-		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
+		MetadataTTL: s.MetadataTTL, NegativeMetadataTTL: s.NegativeMetadataTTL,
 		MaxParallelFetches: s.MaxParallelFetches,
-		PrefetchBudget:     s.PrefetchBudget,
-	}
-	if !s.Prefetch {
-		co.PrefetchBudget = -1 // off
+		Prefetch:           s.Prefetch, PrefetchBudget: s.PrefetchBudget,
 	}
 	fc := fuse.Config{
 		VolumeID: volumeID, ReadOnly: s.Flags().ReadOnly,
 		UID: uint32(uid), GID: uint32(gid), FileMode: s.FileMode, DirMode: s.DirMode,
-		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
+		MetadataTTL: s.MetadataTTL, NegativeMetadataTTL: s.NegativeMetadataTTL,
 		ReadAhead: s.ReadAhead, OpTimeout: s.OpTimeout, OpenMode: s.OpenMode,
-	}
-	if s.ReadAhead == 0 {
-		fc.ReadAhead = -1 // 0 in a spec means "off"
 	}
 	return co, fc
 }

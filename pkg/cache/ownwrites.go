@@ -110,7 +110,7 @@ func (c *Cache) Removed(key string, dir bool) {
 		return
 	}
 	c.changed(key)
-	if c.opts.NegativeTTL != 0 {
+	if c.opts.NegativeMetadataTTL != 0 {
 		c.setAttr(key, pendingAttr{kind: attrNegative, rec: attrRecord{FetchedAt: c.opts.Now()}})
 	} else {
 		c.setAttr(key, pendingAttr{kind: attrDeleted})

@@ -62,7 +62,7 @@ func TestMadeDirAnswersAbsentNamesForTheMetadataTTL(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	opts := testOpts()
-	opts.MetadataTTL, opts.NegativeTTL = time.Minute, time.Second
+	opts.MetadataTTL, opts.NegativeMetadataTTL = time.Minute, time.Second
 	opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
 	c, fake, _ := newFixture(t, opts)
 	ctx := context.Background()
@@ -100,7 +100,7 @@ func TestRemovedIsGoneAtOnce(t *testing.T) {
 	for _, negTTL := range []time.Duration{time.Minute, 0} {
 		t.Run(negTTL.String(), func(t *testing.T) {
 			opts := testOpts()
-			opts.MetadataTTL, opts.NegativeTTL = time.Hour, negTTL
+			opts.MetadataTTL, opts.NegativeMetadataTTL = time.Hour, negTTL
 			c, fake, _ := newFixture(t, opts)
 			ctx := context.Background()
 			put(t, fake, "tree/x/f", []byte("f"))

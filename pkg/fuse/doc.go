@@ -22,7 +22,7 @@
 // # Metadata caching
 //
 // Entry and attribute timeouts given to the kernel equal the cache's
-// MetadataTTL, the negative-entry timeout equals its NegativeTTL; a negative
+// MetadataTTL, the negative-entry timeout equals its NegativeMetadataTTL; a negative
 // TTL means "forever" and becomes a timeout of a year. A change made in the
 // bucket by someone else becomes visible once the TTL has passed.
 // Directory reads use READDIRPLUS: one listing (cache.List) answers both the

@@ -12,6 +12,7 @@ import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -64,7 +65,7 @@ func (n *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if f, ok := fh.(fs.FileFlusher); ok {
 		return f.Flush(ctx)
 	}
-	if fh == nil && n.fsys.cfg.OpenMode == OpenKernel {
+	if fh == nil && n.fsys.cfg.OpenMode == mountdefaults.OpenKernel {
 		n.fsys.counters.readFlushes.Add(1)
 		return syscall.ENOSYS
 	}
@@ -90,7 +91,7 @@ func (n *fileNode) setInfo(info objstore.ObjectInfo) {
 		n.info = info
 	}
 	n.mu.Unlock()
-	if n.fsys.cfg.OpenMode == OpenKernel && old.Key != "" && !sameVersion(old, info) {
+	if n.fsys.cfg.OpenMode == mountdefaults.OpenKernel && old.Key != "" && !sameVersion(old, info) {
 		n.fsys.inodeReads.forget(n)
 		_ = n.NotifyContent(0, 0) // ENOENT if the kernel does not know the inode
 	}
@@ -315,7 +316,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		}
 		return n.openWrite(ctx, flags)
 	}
-	if n.fsys.cfg.OpenMode == OpenKernel {
+	if n.fsys.cfg.OpenMode == mountdefaults.OpenKernel {
 		return nil, 0, syscall.ENOSYS
 	}
 	for attempt := 0; ; attempt++ {

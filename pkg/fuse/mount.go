@@ -68,7 +68,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	}
 	fdMode := IsFD(mountpoint)
 	entry := kernelTimeout(f.cfg.MetadataTTL)
-	negative := kernelTimeout(f.cfg.NegativeTTL)
+	negative := kernelTimeout(f.cfg.NegativeMetadataTTL)
 	name := opts.FsName
 	if name == "" {
 		name = "basin"
@@ -156,7 +156,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		setReadAhead(ctx, mountpoint, f.cfg.VolumeID)
 	}
 	klog.InfoS("mounted", "volume", f.cfg.VolumeID, "mountpoint", mountpoint, "readOnly", f.cfg.ReadOnly,
-		"metadataTTL", f.cfg.MetadataTTL, "negativeTTL", f.cfg.NegativeTTL)
+		"metadataTTL", f.cfg.MetadataTTL, "negativeTTL", f.cfg.NegativeMetadataTTL)
 	return m, nil
 }
 

@@ -21,7 +21,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 		return nil, nil, 0, errno
 	}
 	// CREATE follows a negative lookup, which may be stale (kernel and
-	// cache trust "missing" for NegativeTTL). Without O_TRUNC or O_EXCL an
+	// cache trust "missing" for NegativeMetadataTTL). Without O_TRUNC or O_EXCL an
 	// existing object's content must survive (copy-down on the first
 	// write, as for an open): ask the bucket itself. With O_EXCL (cp, tar,
 	// mkstemp) the mount's own knowledge answers within the TTLs' promise —

@@ -16,7 +16,7 @@ import (
 // (listed first) and without.
 func TestOwnRemovalSeenAtOnce(t *testing.T) {
 	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
-		m := mountStore(t, store, mountSpec{cfg: Config{MetadataTTL: time.Hour, NegativeTTL: time.Hour}})
+		m := mountStore(t, store, mountSpec{cfg: Config{MetadataTTL: time.Hour, NegativeMetadataTTL: time.Hour}})
 		do := func(what string, fn func() error) {
 			t.Helper()
 			must(t, what, func() (struct{}, error) { return struct{}{}, fn() })

@@ -205,7 +205,7 @@ func TestWrite(t *testing.T) {
 // succeeds, and the upload replaces the object (last upload wins).
 func TestCreateOverStaleNegativeEntry(t *testing.T) {
 	store, _ := newFileStore(t)
-	m := mountStore(t, store, mountSpec{cfg: Config{NegativeTTL: time.Hour}})
+	m := mountStore(t, store, mountSpec{cfg: Config{NegativeMetadataTTL: time.Hour}})
 	for _, name := range []string{"x", "y"} {
 		if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, name)) }); errnoOf(err) != syscall.ENOENT {
 			t.Fatalf("stat %s: %v", name, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -28,8 +29,8 @@ func TestParseAttributesValues(t *testing.T) {
 		{"uid gid", map[string]string{KeyUID: "1000", KeyGID: "0"}, func(s Spec) bool { return s.UID == 1000 && s.GID == 0 }},
 		{"modes", map[string]string{KeyFileMode: "0600", KeyDirMode: "750"}, func(s Spec) bool { return s.FileMode == 0o600 && s.DirMode == 0o750 }},
 		{"bools", map[string]string{KeyReadOnly: "True", KeyPathStyle: "1"}, func(s Spec) bool { return s.ReadOnly && s.PathStyle }},
-		{"open mode", map[string]string{KeyOpenMode: "kernel", KeyReadOnly: "true"}, func(s Spec) bool { return s.OpenMode == OpenKernel }},
-		{"open mode default", map[string]string{}, func(s Spec) bool { return s.OpenMode == OpenServer }},
+		{"open mode", map[string]string{KeyOpenMode: "kernel", KeyReadOnly: "true"}, func(s Spec) bool { return s.OpenMode == mountdefaults.OpenKernel }},
+		{"open mode default", map[string]string{}, func(s Spec) bool { return s.OpenMode == mountdefaults.OpenServer }},
 		{"prefix normalised", map[string]string{KeyBucket: "b12", KeyPrefix: "/a/b"}, func(s Spec) bool { return s.Prefix == "a/b/" }},
 		{"mount options", map[string]string{KeyMountOptions: " noexec, noatime,,noexec"}, func(s Spec) bool {
 			return reflect.DeepEqual(s.MountOptions, []string{"noexec", "noatime"})

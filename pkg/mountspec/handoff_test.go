@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -148,7 +149,7 @@ func TestValidate(t *testing.T) {
 		"mount option":       func(s *Spec) { s.MountOptions = []string{"suid"} },
 		"prefix":             func(s *Spec) { s.Prefix = "/a" },
 		"open mode":          func(s *Spec) { s.OpenMode = "client"; s.ReadOnly = true },
-		"kernel opens, rw":   func(s *Spec) { s.OpenMode = OpenKernel },
+		"kernel opens, rw":   func(s *Spec) { s.OpenMode = mountdefaults.OpenKernel },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := testSpec()
@@ -162,8 +163,8 @@ func TestValidate(t *testing.T) {
 		t.Errorf("valid spec: %v", err)
 	}
 	for name, edit := range map[string]func(s *Spec){
-		"kernel opens, read-only":      func(s *Spec) { s.OpenMode, s.ReadOnly = OpenKernel, true },
-		"kernel opens, ro option":      func(s *Spec) { s.OpenMode, s.MountOptions = OpenKernel, []string{"ro"} },
+		"kernel opens, read-only":      func(s *Spec) { s.OpenMode, s.ReadOnly = mountdefaults.OpenKernel, true },
+		"kernel opens, ro option":      func(s *Spec) { s.OpenMode, s.MountOptions = mountdefaults.OpenKernel, []string{"ro"} },
 		"open mode of an older writer": func(s *Spec) { s.OpenMode = "" },
 	} {
 		s := testSpec()
@@ -178,12 +179,12 @@ func TestValidate(t *testing.T) {
 // accepted values or the alternative.
 func TestOpenModeRefusalsNameTheKey(t *testing.T) {
 	for _, tc := range []struct {
-		m        OpenMode
+		m        mountdefaults.OpenMode
 		readOnly bool
 		want     []string
 	}{
 		{"client", true, []string{"openMode", `"client"`, `"server"`, `"kernel"`}},
-		{OpenKernel, false, []string{"openMode", "read-only", `"server"`}},
+		{mountdefaults.OpenKernel, false, []string{"openMode", "read-only", `"server"`}},
 	} {
 		s := Default()
 		s.Bucket, s.OpenMode, s.ReadOnly = "b12", tc.m, tc.readOnly

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -157,17 +158,17 @@ func checkOpTimeout(s Spec) error {
 }
 
 func parseOpenMode(s *Spec, v string) error {
-	if !OpenMode(v).Valid() {
-		return fmt.Errorf("%q: want one of %q", v, OpenModes())
+	if !mountdefaults.OpenMode(v).Valid() {
+		return fmt.Errorf("%q: want one of %q", v, mountdefaults.OpenModes())
 	}
-	s.OpenMode = OpenMode(v)
+	s.OpenMode = mountdefaults.OpenMode(v)
 	return nil
 }
 
 // checkOpenMode accepts "" too: a hand-off of an older release (OpenServer).
 func checkOpenMode(s Spec) error {
 	if s.OpenMode != "" && !s.OpenMode.Valid() {
-		return fmt.Errorf("%q: want one of %q", s.OpenMode, OpenModes())
+		return fmt.Errorf("%q: want one of %q", s.OpenMode, mountdefaults.OpenModes())
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -36,7 +37,7 @@ func TestParseValues(t *testing.T) {
 		params map[string]string
 		check  func(Attributes) bool
 	}{
-		{"open mode", map[string]string{mountspec.KeyOpenMode: "kernel", mountspec.KeyReadOnly: "true"}, func(a Attributes) bool { return a.OpenMode == mountspec.OpenKernel }},
+		{"open mode", map[string]string{mountspec.KeyOpenMode: "kernel", mountspec.KeyReadOnly: "true"}, func(a Attributes) bool { return a.OpenMode == mountdefaults.OpenKernel }},
 		{"explicit provisioning", map[string]string{mountspec.KeyBucket: "b12", KeyProvisioning: "bucket"}, func(a Attributes) bool { return a.Provisioning == ProvisionBucket }},
 		{"retain", map[string]string{KeyReclaim: "retain"}, func(a Attributes) bool { return a.Reclaim == ReclaimRetain }},
 		{"cache affinity default", map[string]string{}, func(a Attributes) bool { return a.CacheAffinity }},
