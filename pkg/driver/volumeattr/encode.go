@@ -8,7 +8,7 @@ package volumeattr
 // Secrets are never encoded. For valid a, Parse(Encode(a), secrets) == a
 // where secrets is a.Secrets.Map().
 func Encode(a Attributes) map[string]string {
-	m := a.Spec.Attributes()
+	m := a.Attributes() // the mount settings: mountspec.Spec.Attributes
 	for _, f := range fields() {
 		if v := f.format(a); v != "" {
 			m[f.key] = v

@@ -43,8 +43,8 @@ func TestParseValues(t *testing.T) {
 		{"cache affinity default", map[string]string{}, func(a Attributes) bool { return a.CacheAffinity }},
 		{"cache affinity off", map[string]string{KeyCacheAffinity: "false"}, func(a Attributes) bool { return !a.CacheAffinity }},
 		{"prefetch default", map[string]string{}, func(a Attributes) bool { return a.Prefetch && a.PrefetchBudget == 4<<30 }},
-		{"prefetch off", map[string]string{mountspec.KeyPrefetch: "false"}, func(a Attributes) bool { return !a.Prefetch && a.Spec.Prefetch == false }},
-		{"prefetch budget", map[string]string{mountspec.KeyPrefetchBudget: "512Mi"}, func(a Attributes) bool { return a.PrefetchBudget == 512<<20 && a.Spec.PrefetchBudget == 512<<20 }},
+		{"prefetch off", map[string]string{mountspec.KeyPrefetch: "false"}, func(a Attributes) bool { return !a.Prefetch }},
+		{"prefetch budget", map[string]string{mountspec.KeyPrefetchBudget: "512Mi"}, func(a Attributes) bool { return a.PrefetchBudget == 512<<20 }},
 		{"file dir", map[string]string{mountspec.KeyBackend: "file", mountspec.KeyBucket: "/srv/data"}, func(a Attributes) bool { return a.Bucket == "/srv/data" && a.Provisioning == ProvisionPrefix }},
 		{"kubernetes keys ignored", map[string]string{
 			"csi.storage.k8s.io/pvc/name": "x", "csi.storage.k8s.io/pod.name": "p",
