@@ -214,9 +214,9 @@ func textSetting(key string, flag bool, usage string, p func(*Spec) *string, che
 func boolSetting(key, usage string, p func(*Spec) *bool) setting {
 	return setting{key: key, attribute: true, usage: usage, boolean: true,
 		parse: func(s *Spec, v string) error {
-			b, err := strconv.ParseBool(v)
+			b, err := ParseBool(v)
 			if err != nil {
-				return fmt.Errorf("%q: want true or false", v)
+				return err
 			}
 			*p(s) = b
 			return nil

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -43,6 +44,15 @@ func ParseSize(v string) (int64, error) {
 // "1500").
 func FormatSize(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
+}
+
+// ParseBool reads strconv.ParseBool's forms ("true", "1", "f", ...).
+func ParseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%q: want true or false", v)
+	}
+	return b, nil
 }
 
 // ParseTTL parses a TTL: a Go duration ("90s", "2h"), "0" (do not cache)

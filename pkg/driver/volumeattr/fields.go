@@ -2,6 +2,7 @@ package volumeattr
 
 import (
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"strconv"
 )
 
@@ -47,9 +48,9 @@ func parseReclaim(a *Attributes, v string) error {
 }
 
 func parseCacheAffinity(a *Attributes, v string) error {
-	b, err := strconv.ParseBool(v)
+	b, err := mountspec.ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("%q: want true or false", v)
+		return err
 	}
 	a.CacheAffinity = b
 	return nil
