@@ -10,6 +10,7 @@ import (
 
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/fuse"
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -170,7 +171,7 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	case f.standbyFD != 0 && (f.standbyFD < 3 || f.standbyFD == f.fd):
 		bad("--standby-fd %d: want an inherited descriptor other than --fd", f.standbyFD)
 	case f.session != "":
-		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
+		c.Mount.Session = takeover.Options{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
 	}
 	c.Debug, c.Resume, c.NoBucketCheck, c.StandbyFD = f.debug, f.resume, f.noBucketCheck, f.standbyFD
 	return c, errors.Join(errs...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 )
 
 // Config is the file system's behaviour. The settings a mount spec holds
@@ -156,18 +157,6 @@ type MountOptions struct {
 	// the flags and these are ignored.
 	NoExec, NoAtime bool
 	// Session makes an fd-mode mount resumable by a successor process
-	// (see resume.go); zero for plain mounts.
-	Session SessionOptions
-}
-
-// SessionOptions tie an fd-mode mount to its kernel connection.
-type SessionOptions struct {
-	// File is where the connection's first server records its INIT
-	// negotiation and where a successor reads it ("" = not resumable).
-	File string
-	// ID names the connection; a record with another ID is never used.
-	ID string
-	// Resume takes over a connection whose first server is gone instead
-	// of answering a new INIT.
-	Resume bool
+	// (pkg/fuse/takeover); zero for plain mounts.
+	Session takeover.Options
 }

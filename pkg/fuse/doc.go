@@ -15,9 +15,11 @@
 // Inode numbers come from the cache's persistent inode table
 // (cache.InodeOf), so a path keeps its number across remounts and restarts.
 // They are also the kernel's node IDs, which lets a new process take over
-// a live connection (--resume): resume.go starts go-fuse on an initialised
-// connection, session.go maps the dead process's handles and lookup counts,
-// revive.go rebuilds nodes from their numbers.
+// a live connection (--resume): the takeover layer (pkg/fuse/takeover)
+// wraps go-fuse's node bridge, starts go-fuse on the initialised
+// connection and maps the dead process's handles and lookup counts;
+// revive.go rebuilds nodes from their numbers, takeover.go is the file
+// system's side of the layer (its hooks).
 //
 // # Metadata caching
 //

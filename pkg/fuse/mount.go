@@ -86,7 +86,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		Debug:                opts.Debug,
 		// DIRECT_IO_ALLOW_MMAP: mmap keeps working on direct I/O opens.
 		// The capabilities are part of the INIT reply a successor must
-		// reproduce byte for byte (resume.go): changing them makes
+		// reproduce byte for byte (pkg/fuse/takeover): changing them makes
 		// takeovers from earlier releases fall back to a remount.
 		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC | gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 	}

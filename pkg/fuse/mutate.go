@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -92,7 +93,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.
 // Rmdir deletes the marker of an empty directory; a resent rmdir the
 // predecessor carried out succeeds (resent.go).
 func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return d.fsys.carriedOut(resentRmdir, name, d.rmdir(ctx, name), nil)
+	return d.fsys.carriedOut(takeover.OpRmdir, name, d.rmdir(ctx, name), nil)
 }
 
 func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
@@ -162,7 +163,7 @@ func hasPendingWrites(n *fs.Inode) bool {
 // uploaded afterwards. A resent unlink the predecessor carried out
 // succeeds (resent.go).
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
-	return d.fsys.carriedOut(resentUnlink, name, d.unlink(ctx, name), nil)
+	return d.fsys.carriedOut(takeover.OpUnlink, name, d.unlink(ctx, name), nil)
 }
 
 func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -18,7 +19,7 @@ import (
 // (resent.go).
 func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	errno := d.rename(ctx, name, newParent, newName, flags)
-	return d.fsys.carriedOut(resentRename, name, errno, func() bool {
+	return d.fsys.carriedOut(takeover.OpRename, name, errno, func() bool {
 		np, ok := newParent.(*dirNode)
 		if !ok {
 			return false

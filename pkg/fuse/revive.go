@@ -13,7 +13,7 @@ import (
 )
 
 // Reviving nodes by number. A process that takes over a live kernel
-// connection (see session.go) receives requests for node IDs its
+// connection (see pkg/fuse/takeover) receives requests for node IDs its
 // predecessor handed out. Node IDs are the inode numbers of the cache's
 // persistent table, so the path is PathOf(id); the node is rebuilt from
 // the bucket's (cached) attributes without a parent in go-fuse's tree, and
