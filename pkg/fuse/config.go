@@ -42,7 +42,7 @@ type Config struct {
 	// kernel supports FUSE passthrough (for comparisons and debugging).
 	DisablePassthrough bool
 	// StreamPartSize and StreamParts shape the upload of a file written
-	// sequentially while it is written (upstream.go): the part size and
+	// sequentially while it is written (streamupload.go): the part size and
 	// the parts in flight. Zero means DefaultStreamPartSize and
 	// DefaultStreamParts; StreamParts < 0 turns streaming off (every file
 	// is uploaded at close).

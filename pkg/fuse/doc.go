@@ -76,7 +76,7 @@
 // The bucket changes only when a whole version is uploaded: O_TRUNC,
 // ftruncate and rewrites change the staged file, never the object, until
 // close or fsync. A process that takes the connection over adopts the
-// staged files of the files its predecessor had open (writes.go), so their
+// staged files of the files its predecessor had open (stagedwrites.go), so their
 // writers go on as if nothing happened.
 //
 //   - New files (O_CREAT) start empty; an empty file is uploaded too.

@@ -248,7 +248,7 @@ func (n *fileNode) acquireReadLocked() *writeState {
 }
 
 // adoptLocked makes the staged file a dead predecessor left for this
-// inode its write state (writes.go). It reports whether there was one;
+// inode its write state (stagedwrites.go). It reports whether there was one;
 // n.w stays nil if it could not be opened, which fails the open rather
 // than serve the bucket's older content. The caller holds n.mu.
 func (n *fileNode) adoptLocked() bool {

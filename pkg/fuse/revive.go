@@ -41,7 +41,7 @@ func (d *dirNode) LookupNode(ctx context.Context, id uint64, out *gofuse.EntryOu
 	}
 	if size, staged := f.writes.size(id); staged {
 		// Created by the predecessor and not uploaded yet: its writer
-		// goes on with the staged file (writes.go).
+		// goes on with the staged file (stagedwrites.go).
 		fn := &fileNode{fsys: f, revived: key}
 		f.fillFileAttr(&out.Attr, size, time.Now())
 		return d.NewInode(ctx, fn, fs.StableAttr{Mode: syscall.S_IFREG, Ino: id}), 0

@@ -20,7 +20,7 @@ type Stats struct {
 	// Uploads and UploadBytes count objects written to the bucket.
 	Uploads, UploadBytes int64
 	// StreamedUploads counts files whose upload started while they were
-	// written (upstream.go), StreamedBytes the bytes uploaded before
+	// written (streamupload.go), StreamedBytes the bytes uploaded before
 	// their close or fsync, and StreamFallbacks the streams given up, by
 	// reason (then the file is uploaded whole at close).
 	StreamedUploads, StreamedBytes int64
