@@ -80,6 +80,11 @@
 // writers go on as if nothing happened.
 //
 //   - New files (O_CREAT) start empty; an empty file is uploaded too.
+//   - O_CREAT|O_EXCL is exclusive across every mount of the bucket: the
+//     name is claimed in the bucket at once with the store's conditional
+//     create (exclusive.go), so of two creators on any nodes exactly one
+//     succeeds and the other's open fails with EEXIST; the claim is the
+//     file's first, empty version, replaced by the upload at close.
 //   - Opening an existing object with O_TRUNC starts from an empty file.
 //   - Writing into an existing object without O_TRUNC (including O_APPEND
 //     and truncate(2) to a non-zero size) first copies the object down into
@@ -112,7 +117,7 @@
 //
 // toErrno is the one place that turns errors into errno values: objstore
 // sentinels by errors.Is (not found → ENOENT, access denied → EACCES,
-// changed object → ESTALE, invalid key → EINVAL, throttled / unavailable /
+// lost exclusive create → EEXIST, changed object → ESTALE, invalid key → EINVAL, throttled / unavailable /
 // timeout → EIO). Every operation that talks to the bucket runs under
 // Config.OpTimeout, so an unreachable bucket yields EIO, never a hung
 // system call.

@@ -20,6 +20,9 @@ func toErrno(err error) syscall.Errno {
 		return syscall.ENOENT
 	case errors.Is(err, objstore.ErrAccessDenied):
 		return syscall.EACCES
+	case errors.Is(err, objstore.ErrExists):
+		// An exclusive create (O_EXCL) lost to another creator.
+		return syscall.EEXIST
 	case errors.Is(err, objstore.ErrPreconditionFailed):
 		// The object changed under an open file.
 		return syscall.ESTALE

@@ -27,6 +27,7 @@ func TestToErrno(t *testing.T) {
 		{wrap(objstore.ErrNotFound), syscall.ENOENT},
 		{wrap(objstore.ErrAccessDenied), syscall.EACCES},
 		{wrap(objstore.ErrPreconditionFailed), syscall.ESTALE},
+		{wrap(objstore.ErrExists), syscall.EEXIST},
 		{wrap(objstore.ErrInvalidKey), syscall.EINVAL},
 		{wrap(objstore.ErrInvalidRange), syscall.EINVAL},
 		{wrap(objstore.ErrThrottled), syscall.EIO},

@@ -22,26 +22,27 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 		return nil, nil, 0, errno
 	}
 	// CREATE follows a negative lookup, which may be stale (kernel and
-	// cache trust "missing" for NegativeMetadataTTL). Without O_TRUNC or O_EXCL an
-	// existing object's content must survive (copy-down on the first
-	// write, as for an open): ask the bucket itself. With O_EXCL (cp, tar,
-	// mkstemp) the mount's own knowledge answers within the TTLs' promise —
-	// a fresh listing, a negative entry, a directory it made — so a new
-	// file costs its upload only; an object another writer created
-	// meanwhile is replaced (last upload wins), and O_EXCL is exclusive
-	// against what this mount knows, not a lock across nodes.
-	var existing *objstore.ObjectInfo
-	if flags&(syscall.O_EXCL|syscall.O_TRUNC) != syscall.O_TRUNC {
-		stat := f.store.Stat
-		if flags&syscall.O_EXCL != 0 {
-			stat = f.cache.Stat
+	// cache trust "missing" for NegativeMetadataTTL). With O_EXCL the bucket
+	// decides: the name is claimed there at once (exclusive.go), and a
+	// name another writer has fails with EEXIST. Without O_TRUNC or
+	// O_EXCL an existing object's content must survive (copy-down on the
+	// first write, as for an open): ask the bucket itself.
+	var existing, claimed *objstore.ObjectInfo
+	switch {
+	case flags&syscall.O_EXCL != 0:
+		info, err := f.claim(ctx, key)
+		if errors.Is(err, objstore.ErrExists) {
+			d.lostClaim(key, name)
 		}
+		if err != nil {
+			return nil, nil, 0, f.errno("create", key, err)
+		}
+		claimed = &info
+	case flags&syscall.O_TRUNC == 0:
 		sctx, cancel := f.opContext(ctx)
-		info, err := stat(sctx, key)
+		info, err := f.store.Stat(sctx, key)
 		cancel()
 		switch {
-		case err == nil && flags&syscall.O_EXCL != 0:
-			return nil, nil, 0, syscall.EEXIST
 		case err == nil:
 			existing = &info
 			f.cache.Invalidate(key)
@@ -51,17 +52,27 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	}
 	ino, err := f.cache.InodeOf(key)
 	if err != nil {
+		f.unclaim(ctx, claimed)
 		return nil, nil, 0, f.errno("create", key, err)
 	}
 	var w *writeState
-	if existing != nil {
+	switch {
+	case existing != nil:
 		w = newWriteState(nil, ino, *existing)
-	} else if w, err = newCreatedState(f, ino); err != nil {
+	case claimed != nil:
+		w, err = newClaimedState(f, ino, *claimed)
+	default:
+		w, err = newCreatedState(f, ino)
+	}
+	if err != nil {
+		f.unclaim(ctx, claimed)
 		return nil, nil, 0, f.errno("create", key, err)
 	}
 	fn := &fileNode{fsys: f, w: w, userOpens: 1}
 	if existing != nil {
 		fn.info = *existing
+	} else if claimed != nil {
+		fn.info = *claimed
 	}
 	w.node = fn
 	w.refs = 1

@@ -99,6 +99,7 @@ func Reason(err error) string {
 	}{
 		{objstore.ErrNotFound, "not_found"},
 		{objstore.ErrAccessDenied, "access_denied"},
+		{objstore.ErrExists, "exists"},
 		{objstore.ErrPreconditionFailed, "precondition_failed"},
 		{objstore.ErrThrottled, "throttled"},
 		{objstore.ErrUnavailable, "unavailable"},
