@@ -103,6 +103,8 @@
 //     and not isolated; on failure part of the tree may exist under both
 //     names. RENAME_EXCHANGE is not supported (EINVAL). Directories with
 //     files open for writing cannot be renamed (EBUSY).
+//   - Incomplete multipart uploads a killed process left are aborted by
+//     its successor, and old ones by a periodic sweep (orphans.go).
 //   - chmod, chown and utimes succeed but change nothing: modes, owners and
 //     times come from the mount configuration and the bucket.
 //   - Hard links, symlinks, special files and extended attributes are not

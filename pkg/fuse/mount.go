@@ -114,6 +114,9 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		// successor process can serve them (revive.go).
 		ExternalNodeID: true,
 	}
+	// Before the staged writes are scanned, and before any writer of
+	// this process exists (orphans.go).
+	f.abortPredecessorUploads(ctx, f.predecessorKeys())
 	server, err := f.newServer(fs.NewNodeFS(f.root, fo), mountpoint, fdMode, &fo.MountOptions, opts.Session)
 	if err != nil && fo.DirectMountStrict {
 		return nil, fmt.Errorf("mount %s with noatime (needs mount(2): root or CAP_SYS_ADMIN; fusermount cannot set it): %w", mountpoint, err)
@@ -130,6 +133,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		f.inodeReads.closeAll() // no RELEASE comes for them
 		close(m.done)
 	}()
+	go f.sweepUploads(m.done)
 	waited := make(chan error, 1)
 	go func() { waited <- server.WaitMount() }()
 	select {

@@ -199,6 +199,9 @@ func (s *store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 
 func (s *store) Close() error { return s.next.Close() }
 
+// Unwrap is the store s instruments (objstore.Wrapper).
+func (s *store) Unwrap() objstore.Store { return s.next }
+
 // body counts a GET's bytes as they are read and times the GET when it
 // is closed.
 type body struct {

@@ -47,6 +47,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"DirectoryMarker", testDirectoryMarker},
 		{"Copy", testCopy},
 		{"IfAbsent", testIfAbsent},
+		{"Uploads", testUploads},
 		{"DeletePrefix", testDeletePrefix},
 		{"AccessDenied", testAccessDenied},
 		{"ConcurrentReaders", testConcurrentReaders},
