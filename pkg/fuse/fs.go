@@ -46,6 +46,9 @@ type FS struct {
 	// resent holds the requests resent after a takeover that the file
 	// system is answering (resentKey; resent.go).
 	resent sync.Map
+	// claims are the exclusive creates a dead predecessor left unanswered
+	// (claims.go); read by Mount before serving.
+	claims inheritedClaims
 
 	counters counters
 }

@@ -30,9 +30,14 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	var existing, claimed *objstore.ObjectInfo
 	switch {
 	case flags&syscall.O_EXCL != 0:
+		defer f.noteClaim(key)() // for a successor, should this process die (claims.go)
 		info, err := f.claim(ctx, key)
 		if errors.Is(err, objstore.ErrExists) {
-			d.lostClaim(key, name)
+			if mine, ok := f.predecessorsClaim(ctx, key); ok {
+				info, err = mine, nil
+			} else {
+				d.lostClaim(key, name)
+			}
 		}
 		if err != nil {
 			return nil, nil, 0, f.errno("create", key, err)
