@@ -49,8 +49,15 @@ func testUploads(t *testing.T, h Harness) {
 	if d := got[0].Initiated.Sub(started); d < -time.Minute || d > time.Minute {
 		t.Errorf("Initiated = %v, the upload began at %v", got[0].Initiated, started)
 	}
-	if other := list(ups, "other/"); len(other) != 0 {
-		t.Errorf("ListUploads(other/) = %+v, want none", other)
+	for _, p := range []string{"", "vol/dir/", "vol/dir/big"} {
+		if got := list(ups, p); len(got) != 1 {
+			t.Errorf("ListUploads(%q) = %+v, want the one upload", p, got)
+		}
+	}
+	for _, p := range []string{"other/", "vol/dir/big/", "vol/dir/bigger"} {
+		if got := list(ups, p); len(got) != 0 {
+			t.Errorf("ListUploads(%q) = %+v, want none", p, got)
+		}
 	}
 	view, ok := objstore.UploadsOf(objstore.WithPrefix(s, "vol"))
 	if !ok {

@@ -14,19 +14,20 @@ import (
 // ossForbidOverwrite is OSS's own condition for a create: with it, PUT
 // and CompleteMultipartUpload fail with 409 FileAlreadyExists when the
 // key exists. OSS's S3-compatible API does not document If-None-Match on
-// writes, so OSS gets this header instead.
+// writes, so OSS gets this header as well.
 const ossForbidOverwrite = "x-oss-forbid-overwrite"
 
 // ifAbsent makes in a conditional create (objstore.PutOptions.IfAbsent) and
 // returns the per-call options it needs: If-None-Match: * for S3 and
-// S3-compatible stores (MinIO), the x-oss-forbid-overwrite header for OSS.
-// The SDK's uploader copies IfNoneMatch, and these options, to
-// CompleteMultipartUpload, so large bodies are conditional too.
+// S3-compatible stores (MinIO), plus the x-oss-forbid-overwrite header for
+// OSS (a store honours the condition it knows). The SDK's uploader copies
+// IfNoneMatch, and these options, to CompleteMultipartUpload, so large
+// bodies are conditional too.
 func (s *Store) ifAbsent(in *s3.PutObjectInput) []func(*s3.Options) {
+	in.IfNoneMatch = aws.String("*")
 	if s.c.cfg.Backend == objstore.BackendOSS {
 		return []func(*s3.Options){s3.WithAPIOptions(smithyhttp.AddHeaderValue(ossForbidOverwrite, "true"))}
 	}
-	in.IfNoneMatch = aws.String("*")
 	return nil
 }
 
