@@ -9,6 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -28,7 +29,7 @@ func TestUploadSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := with(s.params, volumeattr.KeyProvisioning, string(volumeattr.ProvisionPrefix), volumeattr.KeyBucket, s.parent, volumeattr.KeyPrefix, "vols")
+	params := with(s.params, volumeattr.KeyProvisioning, string(volumeattr.ProvisionPrefix), mountspec.KeyBucket, s.parent, mountspec.KeyPrefix, "vols")
 	var vols [2]*csi.Volume
 	for i := range vols {
 		resp, err := h.controller.CreateVolume(t.Context(), &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(), Parameters: params, Secrets: s.secrets})

@@ -16,7 +16,7 @@ import (
 // successor serves.
 func TestResentExclusiveCreate(t *testing.T) {
 	store, _ := newFileStore(t)
-	spec := mountSpec{cfg: Config{NegativeTTL: time.Hour}, cache: realCache}
+	spec := mountSpec{cfg: Config{NegativeMetadataTTL: time.Hour}, cache: realCache}
 	backend := newBackend(t, store, spec)
 	fsys, err := newFS(spec.cfg, store, backend)
 	if err != nil {
