@@ -152,7 +152,10 @@ func lastTx(t *testing.T, c *Cache) int {
 func TestPeriodicFlushFindsQueuedAccess(t *testing.T) {
 	const grain = time.Minute
 	c, fake, now := clockFixture(t)
-	c.tune.atimeGrain = grain
+	// The default grain; set before Open it would race the flush loop.
+	if c.tune.atimeGrain != grain {
+		t.Fatalf("atimeGrain %v, want the default %v", c.tune.atimeGrain, grain)
+	}
 	var infos []objstore.ObjectInfo
 	for i := range 3 {
 		infos = append(infos, put(t, fake, fmt.Sprintf("o%d", i), randBytes(uint64(i), 16*kib)))
