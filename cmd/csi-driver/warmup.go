@@ -88,20 +88,26 @@ func warmupUsage(w io.Writer) {
 	})
 }
 
-// runWarmup is `csi-driver warmup`.
-func runWarmup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var f warmupFlags
-	fs := warmupFlagSet(&f)
-	paths, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		warmupUsage(stdout)
-		return nil
-	}
+// parseWarmupArgs parses the arguments of `csi-driver warmup` (those of
+// the Warmup controller's pods among them: warmupctl.PodArgs).
+func parseWarmupArgs(args []string) (f warmupFlags, paths []string, err error) {
+	paths, err = parseInterspersed(warmupFlagSet(&f), args)
 	if err == nil && len(paths) == 0 {
 		err = errors.New("missing PATH")
 	}
 	if err == nil && f.threads < 1 {
 		err = fmt.Errorf("--threads %d: want at least 1", f.threads)
+	}
+	return f, paths, err
+}
+
+// runWarmup is `csi-driver warmup`: the command's glue to the warmup
+// engine (pkg/warmup), which the Warmup controller's pods run too.
+func runWarmup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, paths, err := parseWarmupArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		warmupUsage(stdout)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%w\n(see csi-driver warmup --help)", err)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -16,9 +17,11 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/testserver"
+	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
 	"github.com/basin-csi/basin/pkg/warmup"
+	"github.com/basin-csi/basin/pkg/warmupctl"
 )
 
 // countingStore counts the calls that reach the bucket.
@@ -249,6 +252,25 @@ func TestWarmupCommandUsage(t *testing.T) {
 	out.Reset()
 	if err := runWarmup(ctx, []string{"--metadata-only", "--no-state", dir}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "stat'ed 1 files") {
 		t.Errorf("metadata-only run: %v\n%s", err, out.String())
+	}
+}
+
+// TestWarmupTakesPodArgs: the command line the Warmup controller's pods
+// run (warmupctl.PodArgs) is one this command accepts, and means what the
+// controller wants: no state file, the Report in the termination message.
+func TestWarmupTakesPodArgs(t *testing.T) {
+	spec := basinv1.WarmupSpec{Paths: []string{"train", "val/x"}, Threads: 3, MetadataOnly: true}
+	args := warmupctl.PodArgs(&spec)
+	if args[0] != "warmup" {
+		t.Fatalf("pods run %q, not csi-driver warmup", args)
+	}
+	f, paths, err := parseWarmupArgs(args[1:])
+	if err != nil {
+		t.Fatalf("csi-driver %q: %v", args, err)
+	}
+	want := warmupFlags{threads: 3, metadataOnly: true, noState: true, interval: 10 * time.Second, result: "/dev/termination-log"}
+	if f != want || !slices.Equal(paths, []string{"/data/train", "/data/val/x"}) {
+		t.Errorf("csi-driver %q parsed as %+v %q, want %+v", args, f, paths, want)
 	}
 }
 

@@ -12,10 +12,11 @@ import (
 	"github.com/basin-csi/basin/pkg/warmup"
 )
 
-// The warmup volume attribute: after NodeStageVolume succeeded, the node
-// plugin reads the listed paths of the staging mount in the background
-// (pkg/warmup), so the node's cache holds them before the workload asks.
-// It is logged and never fails the stage. NodeUnstageVolume of the volume
+// The node plugin's glue to the warmup engine (pkg/warmup); nothing else
+// in this package imports it. The warmup volume attribute: after
+// NodeStageVolume succeeded, the node plugin reads the listed paths of
+// the staging mount in the background, so the node's cache holds them
+// before the workload asks. It is logged and never fails the stage. NodeUnstageVolume of the volume
 // and Node.Close cancel it and wait for it to stop (up to the operation
 // timeout: a read blocked on a hung mount cannot be interrupted). It keeps
 // no state file: the next stage warms again, reading what is still cached
@@ -118,4 +119,34 @@ func warm(ctx context.Context, id string, targets, paths []string) (warmup.Resul
 	}
 	klog.InfoS("warmup finished", kv...)
 	return res, nil
+}
+
+// Dataset is the size of a whole volume, as the last complete warmup of
+// all of it (the warmup attribute "/") found it on this node. The node
+// plugin knows no other way to learn it (it never lists a whole bucket
+// otherwise); it is kept in memory, so a restarted plugin knows it again
+// after the volume's next stage.
+type Dataset struct {
+	Bytes, Objects int64
+}
+
+// recordDataset keeps what a warmup of the whole volume found, if it
+// walked and read everything, and tells NodeConfig.VolumesChanged.
+func (n *Node) recordDataset(id string, res warmup.Result) {
+	if !res.WalkDone || res.Errors > 0 || res.MetadataOnly {
+		return
+	}
+	n.mu.Lock()
+	n.datasets[id] = Dataset{Bytes: res.FoundBytes, Objects: res.FoundFiles}
+	n.mu.Unlock()
+	n.volumesChanged()
+}
+
+// Dataset returns the size of volume id, if a warmup of all of it ran
+// since the plugin started.
+func (n *Node) Dataset(id string) (Dataset, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d, ok := n.datasets[id]
+	return d, ok
 }

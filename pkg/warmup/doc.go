@@ -4,10 +4,12 @@
 // data.
 //
 // It works through the file system only, never through the cache's files:
-// what it reads is what any application would read, so it runs on the
-// node (the `warmup` volume attribute, started by the node plugin after
-// NodeStageVolume) or in a pod that mounts the volume (csi-driver warmup in
-// a Job).
+// what it reads is what any application would read. It is the one warmup
+// engine; each of its three callers keeps its glue in one file:
+//
+//	csi-driver warmup         cmd/csi-driver/warmup.go (flags, progress bar, summary, --result)
+//	the warmup attribute      pkg/driver/node_warmup.go (the node plugin, after NodeStageVolume)
+//	the Warmup resource       pkg/warmupctl/engine.go (pods that run csi-driver warmup; their Report)
 //
 // Resumable: with a state file, finished files (and directories whose
 // files are all finished) are recorded as the run goes; a later run with

@@ -13,7 +13,9 @@
 //
 // What a pod did reaches the controller through its termination message
 // (csi-driver warmup --result /dev/termination-log: a small JSON
-// warmup.Report), so the controller reads no logs. While a pod runs, its
+// warmup.Report), so the controller reads no logs. engine.go is the one
+// file that knows the warmup engine: the pods' command line and the
+// Report. While a pod runs, its
 // node's VolumeCache (written by the node plugin, if it reports) gives the
 // progress: the objects and bytes the node's cache holds of the volume.
 package warmupctl

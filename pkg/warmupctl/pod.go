@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"path"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,25 +46,6 @@ func podName(w *basinv1.Warmup, run int32, node string) string {
 		name = name[:40]
 	}
 	return fmt.Sprintf("%s-warmup-%d-%s", name, run, hex.EncodeToString(sum[:4]))
-}
-
-// warmupArgs is the command line of csi-driver warmup for spec.
-func warmupArgs(spec *basinv1.WarmupSpec) []string {
-	args := []string{"warmup", "--no-state", "--interval=10s", "--result=" + corev1.TerminationMessagePathDefault}
-	if spec.Threads > 0 {
-		args = append(args, "--threads="+strconv.Itoa(int(spec.Threads)))
-	}
-	if spec.MetadataOnly {
-		args = append(args, "--metadata-only")
-	}
-	if len(spec.Paths) == 0 {
-		return append(args, dataDir)
-	}
-	for _, p := range spec.Paths {
-		// Clean under "/" first: "../x" stays inside the volume.
-		args = append(args, path.Join(dataDir, path.Clean("/"+p)))
-	}
-	return args
 }
 
 // warmupPod is the pod of run on node: owned by w (controller), pinned to
@@ -111,7 +91,7 @@ func warmupPod(w *basinv1.Warmup, run int32, node string, img podImage) *corev1.
 				Name:                     "warmup",
 				Image:                    img.Image,
 				ImagePullPolicy:          img.PullPolicy,
-				Args:                     warmupArgs(&w.Spec),
+				Args:                     PodArgs(&w.Spec),
 				Resources:                w.Spec.Resources,
 				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
-	"github.com/basin-csi/basin/pkg/warmup"
 )
 
 // unschedulableLimit is how long a node's pod may stay unschedulable
@@ -28,7 +27,7 @@ type progress struct {
 // created yet, or gone). cache is the node's VolumeCache, if any; base is
 // the first progress seen for this pod (for the rate while it runs).
 func nodeFromPod(prev basinv1.WarmupNodeStatus, pod *corev1.Pod, cache *basinv1.VolumeCache, base *progress, now time.Time) basinv1.WarmupNodeStatus {
-	n := basinv1.WarmupNodeStatus{NodeName: prev.NodeName, PodName: prev.PodName, Phase: basinv1.WarmupPending, Fits: warmup.FitsUnknown}
+	n := basinv1.WarmupNodeStatus{NodeName: prev.NodeName, PodName: prev.PodName, Phase: basinv1.WarmupPending, Fits: basinv1.FitsUnknown}
 	if ended(prev.Phase) || pod == nil {
 		return prev
 	}
@@ -43,16 +42,15 @@ func nodeFromPod(prev basinv1.WarmupNodeStatus, pod *corev1.Pod, cache *basinv1.
 		if term != nil {
 			msg = term.Message
 		}
-		r, err := warmup.ParseReport([]byte(msg))
+		reported := applyReport(&n, msg)
 		switch {
-		case err == nil:
-			n.Files, n.Bytes, n.BytesPerSecond, n.Errors, n.Fits, n.Message = r.Files, r.Bytes, r.BytesPerSecond, r.Errors, r.Fits, r.Verdict
+		case reported:
 		case term != nil:
 			n.Message = fmt.Sprintf("no result (exit code %d, %s): %s", term.ExitCode, term.Reason, truncate(msg, 200))
 		default:
 			n.Message = fmt.Sprintf("no result: pod %s: %s", pod.Status.Reason, pod.Status.Message)
 		}
-		if n.Phase == basinv1.WarmupComplete && err != nil {
+		if n.Phase == basinv1.WarmupComplete && !reported {
 			n.Phase = basinv1.WarmupFailed
 		}
 	case corev1.PodRunning:
@@ -122,9 +120,9 @@ func fold(s *basinv1.WarmupStatus, gen int64) (done bool) {
 			running++
 		}
 		switch n.Fits {
-		case warmup.FitsYes:
+		case basinv1.FitsYes:
 			yes++
-		case warmup.FitsNo:
+		case basinv1.FitsNo:
 			no++
 		}
 	}
@@ -132,11 +130,11 @@ func fold(s *basinv1.WarmupStatus, gen int64) (done bool) {
 	s.NodesSummary = fmt.Sprintf("%d/%d", complete, len(s.Nodes))
 	switch {
 	case no > 0:
-		s.Fits = warmup.FitsNo
+		s.Fits = basinv1.FitsNo
 	case yes > 0 && yes == complete+failed:
-		s.Fits = warmup.FitsYes
+		s.Fits = basinv1.FitsYes
 	default:
-		s.Fits = warmup.FitsUnknown
+		s.Fits = basinv1.FitsUnknown
 	}
 	done = len(s.Nodes) > 0 && complete+failed == len(s.Nodes)
 	switch {
@@ -168,9 +166,9 @@ func fold(s *basinv1.WarmupStatus, gen int64) (done bool) {
 		cond(basinv1.ConditionFailed, metav1.ConditionFalse, s.Phase, "no node failed")
 	}
 	switch s.Fits {
-	case warmup.FitsYes:
+	case basinv1.FitsYes:
 		cond(basinv1.ConditionFits, metav1.ConditionTrue, "Fits", "the data fits the cache of every node that reported")
-	case warmup.FitsNo:
+	case basinv1.FitsNo:
 		cond(basinv1.ConditionFits, metav1.ConditionFalse, "DoesNotFit", "the data does not fit the cache of a node; see status.nodes")
 	default:
 		cond(basinv1.ConditionFits, metav1.ConditionUnknown, "NotReported", "no node reported whether the data fits its cache")

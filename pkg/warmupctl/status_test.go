@@ -2,7 +2,6 @@ package warmupctl
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
-	"github.com/basin-csi/basin/pkg/warmup"
 )
 
 // endedPod is a pod whose container ended with code and message.
@@ -77,8 +75,8 @@ func TestFold(t *testing.T) {
 	done := func(node, fits string, files, bytes int64) basinv1.WarmupNodeStatus {
 		return basinv1.WarmupNodeStatus{NodeName: node, Phase: basinv1.WarmupComplete, Fits: fits, Files: files, Bytes: bytes, BytesPerSecond: bytes / 10}
 	}
-	failed := basinv1.WarmupNodeStatus{NodeName: "bad", Phase: basinv1.WarmupFailed, Fits: warmup.FitsUnknown}
-	running := basinv1.WarmupNodeStatus{NodeName: "busy", Phase: basinv1.WarmupRunning, Fits: warmup.FitsUnknown, Bytes: 100}
+	failed := basinv1.WarmupNodeStatus{NodeName: "bad", Phase: basinv1.WarmupFailed, Fits: basinv1.FitsUnknown}
+	running := basinv1.WarmupNodeStatus{NodeName: "busy", Phase: basinv1.WarmupRunning, Fits: basinv1.FitsUnknown, Bytes: 100}
 	for _, tc := range []struct {
 		name                       string
 		nodes                      []basinv1.WarmupNodeStatus
@@ -137,14 +135,5 @@ func TestSchedule(t *testing.T) {
 		if _, err := parseSchedule(bad); !errors.Is(err, ErrInvalidSchedule) {
 			t.Errorf("parseSchedule(%q) = %v, want ErrInvalidSchedule", bad, err)
 		}
-	}
-}
-
-func TestWarmupArgs(t *testing.T) {
-	spec := basinv1.WarmupSpec{Paths: []string{"train", "../../etc", "/val/"}, Threads: 16, MetadataOnly: true}
-	got := warmupArgs(&spec)
-	want := []string{"warmup", "--no-state", "--interval=10s", "--result=/dev/termination-log", "--threads=16", "--metadata-only", "/data/train", "/data/etc", "/data/val"}
-	if !slices.Equal(got, want) {
-		t.Errorf("args %q, want %q", got, want)
 	}
 }

@@ -91,6 +91,13 @@ const (
 	WarmupFailed   = "Failed"
 )
 
+// Values of WarmupStatus.Fits and WarmupNodeStatus.Fits.
+const (
+	FitsYes     = "Yes"
+	FitsNo      = "No"
+	FitsUnknown = "Unknown"
+)
+
 // Warmup condition types.
 const (
 	// ConditionComplete is True when the last run loaded every node.
