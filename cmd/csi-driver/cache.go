@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	"github.com/basin-csi/basin/pkg/admin"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/driver"
@@ -149,7 +150,7 @@ func cacheDirs(root, volume string) ([]string, error) {
 			continue
 		}
 		if volume != "" && e.Name() != volume {
-			if u, err := cache.ReadUsage(dir); err != nil || u.VolumeID != volume {
+			if u, err := cacheusage.Read(dir); err != nil || u.VolumeID != volume {
 				continue
 			}
 		}
@@ -185,7 +186,7 @@ type volumeResult struct {
 // socket when a process serves it, offline otherwise.
 func inspectVolume(ctx context.Context, cfg cacheConfig, dir string) volumeResult {
 	r := volumeResult{Dir: filepath.Base(dir), State: stateServing}
-	if u, err := cache.ReadUsage(dir); err == nil {
+	if u, err := cacheusage.Read(dir); err == nil {
 		r.VolumeID = u.VolumeID
 	}
 	cl := admin.NewClient(admin.SocketPath(dir))
@@ -203,7 +204,7 @@ func inspectVolume(ctx context.Context, cfg cacheConfig, dir string) volumeResul
 	if cfg.action == "stats" {
 		// The published usage is all an idle cache can tell; reading it
 		// takes no lock.
-		u, err := cache.ReadUsage(dir)
+		u, err := cacheusage.Read(dir)
 		if err != nil {
 			r.setError(err)
 			return r

@@ -9,7 +9,7 @@ package cache
 //   - handle.go: OpenObject and Handle (ReadAt, Prefetch, LocalPath,
 //     Info, Close); install.go: Install.
 //   - inspect.go: Entries, PinnedObjects, GC; inspect_offline.go:
-//     OpenOffline, ReadUsage, IsCacheDir, InUse; verify.go: Verify.
+//     OpenOffline, IsCacheDir, InUse; verify.go: Verify.
 //   - node.go: the node view (NewNode, Node) over every volume's cache.
 //
 // This file holds the value types the methods share.

@@ -117,7 +117,6 @@ func parseDataName(name string) (objID, bool) {
 const (
 	indexFileName  = "index.db"
 	lockFileName   = "LOCK"
-	usageFileName  = "usage.json"
 	dataDirName    = "data"
 	stagingDirName = "staging"
 	writesDirName  = "writes"

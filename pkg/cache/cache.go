@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -97,7 +98,7 @@ type Cache struct {
 
 	usageMu sync.Mutex
 	// guarded by usageMu
-	lastUsage usageFile // last written usage file
+	lastUsage cacheusage.Usage // last written usage file
 
 	ownMu   sync.Mutex
 	ownDirs map[string]time.Time // guarded by ownMu: directories MadeDir created ("a/b/"), and when

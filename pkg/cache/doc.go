@@ -9,7 +9,8 @@
 //
 //	LOCK          flock(LOCK_EX) held by the process that has the cache open
 //	index.db      bbolt index (0600), schema in index.go
-//	usage.json    last published usage, read by the node view (advisory)
+//	usage.json    last published usage (internal/cacheusage), read without the
+//	              lock by the node plugin and csi-driver cache (advisory)
 //	data/abc/abc…(64 hex)
 //	              one sparse file (0600) per object version; the name is
 //	              sha256(len|Origin, len|key, len|Version, size), never the

@@ -1,13 +1,14 @@
 package cache
 
 import (
-	"encoding/json"
 	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/cacheusage"
 )
 
 // The flusher persists in-memory state in group commits: new blocks
@@ -264,34 +265,25 @@ func (c *Cache) syncData(files []*os.File) error {
 	return nil
 }
 
-// usageFile is what a cache tells the node view about itself.
-type usageFile struct {
-	VolumeID   string `json:"volumeID"`
-	UsedBytes  int64  `json:"usedBytes"`
-	Objects    int64  `json:"objects"`
-	Capacity   int64  `json:"capacity"`
-	LastAccess int64  `json:"lastAccessUnixNano"`
-}
-
-// writeUsage publishes the usage file (see writeUsageBytes).
+// writeUsage publishes the usage file (internal/cacheusage) if the usage
+// changed since it last did. The file is advisory (never the cache's own
+// accounting) and rewritten at every flush, so it is not fsynced: a
+// machine crash that leaves it stale or empty costs a wrong summary until
+// the next flush, while an fsync would cost a disk flush at every flush.
 func (c *Cache) writeUsage() {
-	u := usageFile{
-		VolumeID:   c.opts.VolumeID,
-		UsedBytes:  c.used.Load(),
-		Objects:    c.objectCount.Load(),
-		Capacity:   c.opts.Capacity,
-		LastAccess: c.lastAccess.Load(),
+	u := cacheusage.Usage{
+		VolumeID:       c.opts.VolumeID,
+		UsedBytes:      c.used.Load(),
+		Objects:        c.objectCount.Load(),
+		Capacity:       c.opts.Capacity,
+		LastAccessNano: c.lastAccess.Load(),
 	}
 	c.usageMu.Lock()
 	defer c.usageMu.Unlock()
 	if u == c.lastUsage {
 		return
 	}
-	b, err := json.Marshal(u)
-	if err != nil {
-		return
-	}
-	if writeUsageBytes(c.dir, b) == nil {
+	if cacheusage.Write(c.dir, u) == nil {
 		c.lastUsage = u
 	}
 }

@@ -2,14 +2,12 @@ package cache
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/basin-csi/basin/internal/atomicfile"
+	"github.com/basin-csi/basin/internal/cacheusage"
 )
 
 // Offline is a cache directory opened without a store, for inspection
@@ -22,7 +20,7 @@ type Offline struct {
 	c *Cache
 	// usage is the usage file as published before opening: the capacity
 	// and last access of the volume's last mount.
-	usage usageFile
+	usage cacheusage.Usage
 }
 
 // OpenOffline opens the cache in dir, which must exist. The counters of
@@ -31,7 +29,7 @@ func OpenOffline(ctx context.Context, dir string) (*Offline, error) {
 	if _, err := os.Stat(filepath.Join(dir, indexFileName)); err != nil {
 		return nil, fmt.Errorf("%w: %s is not a cache directory: %w", ErrInvalidArgument, dir, err)
 	}
-	u, _ := readUsageFile(dir)
+	u, _ := cacheusage.Read(dir)
 	id := u.VolumeID
 	if id == "" {
 		id = filepath.Base(dir)
@@ -87,71 +85,13 @@ func (o *Offline) GC(target, capacity int64) (GCResult, error) {
 // last access of the volume's last mount (this process read nothing).
 func (o *Offline) Close() error {
 	err := o.c.Close()
-	u, rerr := readUsageFile(o.c.dir)
+	u, rerr := cacheusage.Read(o.c.dir)
 	if rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	u.Capacity = o.usage.Capacity
-	u.LastAccess = max(u.LastAccess, o.usage.LastAccess)
-	return errors.Join(err, writeUsageFile(o.c.dir, u))
-}
-
-func readUsageFile(dir string) (usageFile, error) {
-	var u usageFile
-	b, err := os.ReadFile(filepath.Join(dir, usageFileName))
-	if err != nil {
-		return u, fmt.Errorf("cache: read usage: %w", err)
-	}
-	if err := json.Unmarshal(b, &u); err != nil {
-		return usageFile{}, fmt.Errorf("cache: decode usage: %w", err)
-	}
-	return u, nil
-}
-
-// writeUsageFile replaces the usage file.
-func writeUsageFile(dir string, u usageFile) error {
-	b, err := json.Marshal(u)
-	if err != nil {
-		return err
-	}
-	if err := writeUsageBytes(dir, b); err != nil {
-		return fmt.Errorf("cache: write usage: %w", err)
-	}
-	return nil
-}
-
-// writeUsageBytes replaces the usage file with b, atomically but not
-// fsynced: the file is an advisory summary (for node-wide GC and
-// inspection, never for the cache's own accounting) rewritten at every
-// flush, so a machine crash that leaves it stale or empty costs a wrong
-// summary until the next mount flushes, while an fsync would cost a disk
-// flush at every flush.
-func writeUsageBytes(dir string, b []byte) error {
-	return atomicfile.WriteFile(filepath.Join(dir, usageFileName), b, fileMode, atomicfile.NoSync)
-}
-
-// Usage is what a cache last published about itself: read without
-// opening or locking the cache, so also while a process serves it.
-type Usage struct {
-	VolumeID   string
-	UsedBytes  int64
-	Objects    int64
-	Capacity   int64
-	LastAccess time.Time // zero if unknown
-}
-
-// ReadUsage reads the usage the cache in dir last published (at its last
-// flush or close).
-func ReadUsage(dir string) (Usage, error) {
-	u, err := readUsageFile(dir)
-	if err != nil {
-		return Usage{}, err
-	}
-	out := Usage{VolumeID: u.VolumeID, UsedBytes: u.UsedBytes, Objects: u.Objects, Capacity: u.Capacity}
-	if u.LastAccess > 0 {
-		out.LastAccess = time.Unix(0, u.LastAccess)
-	}
-	return out, nil
+	u.LastAccessNano = max(u.LastAccessNano, o.usage.LastAccessNano)
+	return errors.Join(err, cacheusage.Write(o.c.dir, u))
 }
 
 // IsCacheDir reports whether dir holds a cache (its index).

@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
@@ -236,13 +237,9 @@ func TestOffline(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	published, err := readUsageFile(dir)
-	if err != nil || published.Capacity != 10*mib || published.LastAccess == 0 {
+	published, err := cacheusage.Read(dir)
+	if err != nil || published.VolumeID != opts.VolumeID || published.UsedBytes != used || published.Capacity != 10*mib || published.LastAccess().IsZero() {
 		t.Fatalf("usage after close: %+v, %v", published, err)
-	}
-
-	if u, err := ReadUsage(dir); err != nil || u.VolumeID != opts.VolumeID || u.UsedBytes != used || u.Capacity != 10*mib || u.LastAccess.IsZero() {
-		t.Errorf("ReadUsage = %+v, %v", u, err)
 	}
 	if !IsCacheDir(dir) || IsCacheDir(t.TempDir()) || InUse(dir) {
 		t.Errorf("IsCacheDir / InUse wrong on a closed cache")
@@ -284,8 +281,8 @@ func TestOffline(t *testing.T) {
 	if err := off.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after, err := readUsageFile(dir)
-	if err != nil || after.Capacity != published.Capacity || after.LastAccess != published.LastAccess || after.UsedBytes != res.After {
+	after, err := cacheusage.Read(dir)
+	if err != nil || after.Capacity != published.Capacity || after.LastAccessNano != published.LastAccessNano || after.UsedBytes != res.After {
 		t.Errorf("usage after offline close: %+v, want capacity and last access of %+v, used %d", after, published, res.After)
 	}
 

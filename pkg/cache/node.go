@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/basin-csi/basin/internal/cacheusage"
 )
 
 // Node is the node-level view over all volume caches under one cache root
@@ -79,15 +80,9 @@ func (n *Node) Volumes(ctx context.Context) ([]VolumeUsage, error) {
 		}
 		dir := filepath.Join(n.root, e.Name())
 		u := VolumeUsage{VolumeID: e.Name(), Dir: dir, InUse: inUse(dir)}
-		if b, err := os.ReadFile(filepath.Join(dir, usageFileName)); err == nil {
-			var uf usageFile
-			if json.Unmarshal(b, &uf) == nil {
-				u.UsedBytes, u.Objects, u.Capacity = uf.UsedBytes, uf.Objects, uf.Capacity
-				if uf.LastAccess > 0 {
-					u.LastAccess = time.Unix(0, uf.LastAccess)
-				}
-			}
-		} else {
+		if uf, err := cacheusage.Read(dir); err == nil {
+			u.UsedBytes, u.Objects, u.Capacity, u.LastAccess = uf.UsedBytes, uf.Objects, uf.Capacity, uf.LastAccess()
+		} else if errors.Is(err, fs.ErrNotExist) {
 			u.UsedBytes = duData(dir)
 		}
 		out = append(out, u)

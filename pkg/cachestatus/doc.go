@@ -4,7 +4,7 @@
 //
 // The node plugin runs a Reporter: every interval (and soon after a stage
 // or unstage) it reads the usage file of every cache directory under its
-// cache root (cache.ReadUsage: no lock, so staged and unstaged caches
+// cache root (internal/cacheusage: no lock, so staged and unstaged caches
 // alike), maps each volume handle to its PersistentVolumes (a read-only
 // informer on PersistentVolumes, pvindex.go), and writes an object's
 // status only when it changed or its last write is older than the refresh

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
-	"github.com/basin-csi/basin/pkg/cache"
 )
 
 // Defaults of Config.
@@ -91,7 +91,7 @@ type Reporter struct {
 	cfg     Config
 	c       client.Client
 	volumes Volumes
-	scan    func() ([]cache.Usage, error) // the caches' usage (scanCaches)
+	scan    func() ([]cacheusage.Usage, error) // the caches' usage (scanCaches)
 	now     func() time.Time
 	trigger chan struct{}
 	writes  *prometheus.CounterVec
@@ -111,7 +111,7 @@ func NewReporter(c client.Client, volumes Volumes, cfg Config) (*Reporter, error
 	}
 	return &Reporter{
 		cfg: cfg, c: c, volumes: volumes, now: time.Now, trigger: make(chan struct{}, 1),
-		scan: func() ([]cache.Usage, error) { return scanCaches(cfg.CacheRoot) },
+		scan: func() ([]cacheusage.Usage, error) { return scanCaches(cfg.CacheRoot) },
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "basin_cachestatus_writes_total",
 			Help: "Writes of this node's VolumeCache objects to the API server, by operation (create, status, delete).",
@@ -319,7 +319,7 @@ func (r *Reporter) lookupNode(ctx context.Context) {
 // scanCaches reads the published usage of every cache directory under
 // root, without opening or locking any. A directory whose cache has not
 // published its usage yet (staged a moment ago) is skipped.
-func scanCaches(root string) ([]cache.Usage, error) {
+func scanCaches(root string) ([]cacheusage.Usage, error) {
 	ents, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -327,13 +327,13 @@ func scanCaches(root string) ([]cache.Usage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cachestatus: read the cache root: %w", err)
 	}
-	var out []cache.Usage
+	var out []cacheusage.Usage
 	for _, e := range ents {
-		dir := filepath.Join(root, e.Name())
-		if !e.IsDir() || !cache.IsCacheDir(dir) {
+		if !e.IsDir() {
 			continue
 		}
-		u, err := cache.ReadUsage(dir)
+		dir := filepath.Join(root, e.Name())
+		u, err := cacheusage.Read(dir)
 		if err != nil || u.VolumeID == "" {
 			klog.V(4).InfoS("Cache without a published usage skipped", "dir", dir, "err", err)
 			continue

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
@@ -36,7 +37,7 @@ type reporterEnv struct {
 	r      *Reporter
 	c      client.Client
 	vols   *fixedVolumes
-	usages []cache.Usage
+	usages []cacheusage.Usage
 	now    time.Time
 	fail   error // returned by every write while set
 }
@@ -80,7 +81,7 @@ func newReporterEnv(t *testing.T, objs ...client.Object) *reporterEnv {
 		t.Fatal(err)
 	}
 	e.r.now = func() time.Time { return e.now }
-	e.r.scan = func() ([]cache.Usage, error) { return e.usages, nil }
+	e.r.scan = func() ([]cacheusage.Usage, error) { return e.usages, nil }
 	return e
 }
 
@@ -118,7 +119,7 @@ func TestReporterWritesOnlyChanges(t *testing.T) {
 	e := newReporterEnv(t)
 	last := e.now.Add(-time.Minute)
 	e.vols.pvs["bucket/ds"] = []string{"pv-ds"}
-	e.usages = []cache.Usage{{VolumeID: "bucket/ds", UsedBytes: 3 << 29, Objects: 7, Capacity: 10 << 30, LastAccess: last}}
+	e.usages = []cacheusage.Usage{{VolumeID: "bucket/ds", UsedBytes: 3 << 29, Objects: 7, Capacity: 10 << 30, LastAccessNano: last.UnixNano()}}
 	e.pass(t)
 	if e.writes("create") != 1 || e.writes("status") != 1 {
 		t.Fatalf("first pass: %d creates, %d status writes; want 1 and 1", e.writes("create"), e.writes("status"))
@@ -148,13 +149,13 @@ func TestReporterWritesOnlyChanges(t *testing.T) {
 	steps := []struct {
 		name        string
 		advance     time.Duration
-		change      func(u *cache.Usage)
+		change      func(u *cacheusage.Usage)
 		wantWritten bool
 	}{
 		{"unchanged", 30 * time.Second, nil, false},
-		{"read within the same second", 30 * time.Second, func(u *cache.Usage) { u.LastAccess = u.LastAccess.Add(300 * time.Millisecond) }, false},
-		{"more bytes", 30 * time.Second, func(u *cache.Usage) { u.UsedBytes += 4096; u.Objects++ }, true},
-		{"a later read", 30 * time.Second, func(u *cache.Usage) { u.LastAccess = u.LastAccess.Add(10 * time.Second) }, true},
+		{"read within the same second", 30 * time.Second, func(u *cacheusage.Usage) { u.LastAccessNano += (300 * time.Millisecond).Nanoseconds() }, false},
+		{"more bytes", 30 * time.Second, func(u *cacheusage.Usage) { u.UsedBytes += 4096; u.Objects++ }, true},
+		{"a later read", 30 * time.Second, func(u *cacheusage.Usage) { u.LastAccessNano += (10 * time.Second).Nanoseconds() }, true},
 		{"unchanged again", DefaultRefresh - 2*time.Minute, nil, false},
 		{"unchanged for the refresh period", DefaultRefresh, nil, true},
 	}
@@ -205,7 +206,7 @@ func TestReporterVolumes(t *testing.T) {
 	e := newReporterEnv(t, other)
 	e.vols.synced = false
 	e.vols.pvs["h1"] = []string{"pv-1", "pv-1-static"}
-	e.usages = []cache.Usage{{VolumeID: "h1", UsedBytes: 100, Objects: 1}, {VolumeID: "sanity-volume", UsedBytes: 5}}
+	e.usages = []cacheusage.Usage{{VolumeID: "h1", UsedBytes: 100, Objects: 1}, {VolumeID: "sanity-volume", UsedBytes: 5}}
 	if err := e.r.pass(context.Background()); !errors.Is(err, errNotSynced) {
 		t.Fatalf("pass before the listing: %v, want errNotSynced", err)
 	}
@@ -238,7 +239,7 @@ func TestReporterVolumes(t *testing.T) {
 func TestReporterRecovers(t *testing.T) {
 	e := newReporterEnv(t)
 	e.vols.pvs["h"] = []string{"pv"}
-	e.usages = []cache.Usage{{VolumeID: "h", UsedBytes: 1}}
+	e.usages = []cacheusage.Usage{{VolumeID: "h", UsedBytes: 1}}
 	e.fail = errors.New("connection refused")
 	if err := e.r.pass(context.Background()); err == nil {
 		t.Fatal("pass succeeded while every write failed")

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
-	"github.com/basin-csi/basin/pkg/cache"
 )
 
 // Dataset is the size of a whole volume, where the node knows it.
@@ -19,7 +19,7 @@ type Dataset struct {
 // the dataset's size if ds is not nil. Times are cut to the second: the
 // API keeps no finer ones, and a status read back must compare equal to
 // the one written.
-func statusOf(u cache.Usage, ds *Dataset, now time.Time) basinv1.VolumeCacheStatus {
+func statusOf(u cacheusage.Usage, ds *Dataset, now time.Time) basinv1.VolumeCacheStatus {
 	st := basinv1.VolumeCacheStatus{
 		CachedBytes:   u.UsedBytes,
 		CachedSize:    basinv1.FormatSize(u.UsedBytes),
@@ -27,8 +27,8 @@ func statusOf(u cache.Usage, ds *Dataset, now time.Time) basinv1.VolumeCacheStat
 		CapacityBytes: u.Capacity,
 		UpdateTime:    metav1.NewTime(now.Truncate(time.Second)),
 	}
-	if !u.LastAccess.IsZero() {
-		t := metav1.NewTime(u.LastAccess.Truncate(time.Second))
+	if last := u.LastAccess(); !last.IsZero() {
+		t := metav1.NewTime(last.Truncate(time.Second))
 		st.LastUseTime = &t
 	}
 	if ds != nil {

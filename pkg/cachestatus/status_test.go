@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/internal/cacheusage"
 )
 
 // TestStatusOfDataset: the dataset fields are set only where the size is
 // known, and the share never passes 100 (whole blocks).
 func TestStatusOfDataset(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	u := cache.Usage{VolumeID: "h", UsedBytes: 250, Objects: 2}
+	u := cacheusage.Usage{VolumeID: "h", UsedBytes: 250, Objects: 2}
 	if st := statusOf(u, nil, now); st.DatasetBytes != nil || st.DatasetObjects != nil || st.CachedPercent != nil {
 		t.Errorf("no dataset: %+v", st)
 	}
