@@ -2,5 +2,6 @@
 // its seams from breaking again: the import graph stays one way, also
 // through indirect imports, which golangci-lint's depguard (direct imports
 // only) cannot see; and no test skips on its own, so that a missing server,
-// tool, root or /dev/fuse fails under CI=true instead of passing silently.
+// tool, root or /dev/fuse fails under CI=true instead of passing silently;
+// and each caller of the warmup engine reaches it through one glue file.
 package conventions

@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,14 +42,10 @@ func skipCalls(fset *token.FileSet, name string, src any) ([]token.Position, err
 // Skip, Skipf or SkipNow; a test that cannot run asks testserver
 // (RequireFUSE, RequireRoot, RequireBinary, Unavailable, OptIn, SkipShort).
 func TestNoTestSkipsOnItsOwn(t *testing.T) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
+	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
