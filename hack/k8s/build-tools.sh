@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the binaries of a single-node Kubernetes cluster from the Go module
-# proxy, once per version, into $BASIN_TOOLS_DIR/k8s-$K8S_VERSION/bin:
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-# kubectl and csi-provisioner. A directory that already holds all of them is
-# left alone, so CI's cached tools directory makes this a no-op.
+# Builds the binaries of the test cluster from the Go module proxy, once per
+# version, into $BASIN_TOOLS_DIR/k8s-$K8S_VERSION-.../bin: etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+# kube-proxy, kubectl and csi-provisioner. Only the binaries missing from
+# that directory are built, so CI's cached tools directory makes this a
+# no-op, and a directory cached before a binary joined the list (kube-proxy)
+# gets that one binary, not a rebuild of the others.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.34.4}
@@ -11,7 +13,8 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
 PROVISIONER_VERSION=${PROVISIONER_VERSION:-v5.3.0}
 TOOLS=${BASIN_TOOLS_DIR:-$HOME/.cache/basin-tools}
 out=$TOOLS/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-prov-$PROVISIONER_VERSION/bin
-bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl csi-provisioner)
+k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+bins=(etcd csi-provisioner "${k8s_cmds[@]}")
 
 have_all() { for b in "${bins[@]}"; do [ -x "$out/$b" ] || return 1; done; }
 if have_all; then echo "$out"; exit 0; fi
@@ -24,7 +27,8 @@ log() { printf '[build-tools %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 # Kubernetes: a wrapper module; k8s.io/kubernetes's go.mod points its staging
 # modules at ./staging, which a module download does not have, so each is
-# pinned to the matching published version instead.
+# pinned to the matching published version instead. Builds the commands
+# given (those missing).
 build_kubernetes() {
   local d=$work/kubernetes minor=${K8S_VERSION#v1.}
   mkdir -p "$d"
@@ -46,16 +50,12 @@ build_kubernetes() {
 package tools
 
 import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubelet"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
 GO
+  for c in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done >>"$d/tools.go"
+  echo ")" >>"$d/tools.go"
   (cd "$d" && go mod tidy >/dev/null 2>&1 || go mod tidy)
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*}"
-  for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+  for c in "$@"; do
     log "building $c $K8S_VERSION"
     (cd "$d" && go build -trimpath -ldflags "$ld" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c") && mv "$out/$c.tmp" "$out/$c"
   done
@@ -96,7 +96,9 @@ build_provisioner() {
 
 [ -x "$out/etcd" ] || build_etcd
 [ -x "$out/csi-provisioner" ] || build_provisioner
-have_all || build_kubernetes
+missing=()
+for c in "${k8s_cmds[@]}"; do [ -x "$out/$c" ] || missing+=("$c"); done
+[ ${#missing[@]} -eq 0 ] || build_kubernetes "${missing[@]}"
 have_all
 log "done"
 echo "$out"

@@ -37,9 +37,9 @@ func (p *process) log() string {
 	return p.output.String()
 }
 
-// freePort asks the kernel for an unused 127.0.0.1 port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// freePort asks the kernel for an unused port on host.
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}

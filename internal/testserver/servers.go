@@ -1,7 +1,7 @@
 package testserver
 
 import (
-	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +26,7 @@ type Server struct {
 	kind    string
 	bin     string
 	dataDir string
+	host    string // the address it listens on
 	port    int
 
 	mu   sync.Mutex // guards proc
@@ -46,10 +47,18 @@ func MinIO(t testing.TB) *Server { return sharedServer(t, "minio") }
 func GCS(t testing.TB) *Server { return sharedServer(t, "gcs") }
 
 // NewMinIO starts a MinIO server owned by the test (stopped at cleanup).
-func NewMinIO(t testing.TB) *Server { return ownedServer(t, "minio") }
+func NewMinIO(t testing.TB) *Server { return ownedServer(t, "minio", loopback) }
+
+// NewMinIOOn is NewMinIO listening on host instead of 127.0.0.1: an
+// address of the network namespace the test runs in, for clients in other
+// namespaces (the cluster test's pods).
+func NewMinIOOn(t testing.TB, host string) *Server { return ownedServer(t, "minio", host) }
 
 // NewGCS starts a fake-gcs-server owned by the test (stopped at cleanup).
-func NewGCS(t testing.TB) *Server { return ownedServer(t, "gcs") }
+func NewGCS(t testing.TB) *Server { return ownedServer(t, "gcs", loopback) }
+
+// loopback is where servers listen unless told otherwise.
+const loopback = "127.0.0.1"
 
 // Shutdown stops the shared servers and removes the csi-driver CSIDriver
 // built; call it from TestMain after m.Run.
@@ -75,7 +84,7 @@ func sharedServer(t testing.TB, kind string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := start(t, kind, dir)
+	s, err := start(t, kind, dir, loopback)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		Unavailable(t, "%v", err)
@@ -84,9 +93,9 @@ func sharedServer(t testing.TB, kind string) *Server {
 	return s
 }
 
-func ownedServer(t testing.TB, kind string) *Server {
+func ownedServer(t testing.TB, kind, host string) *Server {
 	t.Helper()
-	s, err := start(t, kind, t.TempDir())
+	s, err := start(t, kind, t.TempDir(), host)
 	if err != nil {
 		Unavailable(t, "%v", err)
 	}
@@ -94,9 +103,9 @@ func ownedServer(t testing.TB, kind string) *Server {
 	return s
 }
 
-func start(t testing.TB, kind, dir string) (*Server, error) {
+func start(t testing.TB, kind, dir, host string) (*Server, error) {
 	t.Helper()
-	s := &Server{kind: kind, dataDir: dir}
+	s := &Server{kind: kind, dataDir: dir, host: host}
 	switch kind {
 	case "minio":
 		s.bin = RequireBinary(t, "minio", InstallHint)
@@ -104,12 +113,12 @@ func start(t testing.TB, kind, dir string) (*Server, error) {
 	case "gcs":
 		s.bin = RequireBinary(t, "fake-gcs-server", InstallHint)
 	}
-	port, err := freePort()
+	port, err := freePort(host)
 	if err != nil {
 		return nil, err
 	}
 	s.port = port
-	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
+	s.Endpoint = "http://" + s.HostPort()
 	return s, s.Start()
 }
 
@@ -130,12 +139,12 @@ func (s *Server) Start() error {
 	)
 	switch s.kind {
 	case "minio":
-		console, err := freePort()
+		console, err := freePort(s.host)
 		if err != nil {
 			return err
 		}
 		args = []string{"server", filepath.Join(s.dataDir, "data"), "--quiet",
-			"--address", "127.0.0.1:" + port, "--console-address", "127.0.0.1:" + strconv.Itoa(console)}
+			"--address", s.HostPort(), "--console-address", net.JoinHostPort(s.host, strconv.Itoa(console))}
 		env = []string{"MINIO_ROOT_USER=" + s.AccessKey, "MINIO_ROOT_PASSWORD=" + s.SecretKey,
 			"MINIO_BROWSER=off", "MINIO_REGION=" + s.Region, "MINIO_UPDATE=off"}
 		ready = s.Endpoint + "/minio/health/live"
@@ -143,9 +152,9 @@ func (s *Server) Start() error {
 		// The memory backend: the filesystem one drops directory markers
 		// ("dir/") and cannot hold "a" next to "a/b", both of which real GCS
 		// stores. Its cost: Stop + Start loses the objects.
-		args = []string{"-scheme", "http", "-host", "127.0.0.1", "-port", port,
+		args = []string{"-scheme", "http", "-host", s.host, "-port", port,
 			"-backend", "memory",
-			"-public-host", "127.0.0.1:" + port, "-external-url", s.Endpoint, "-log-level", "error"}
+			"-public-host", s.HostPort(), "-external-url", s.Endpoint, "-log-level", "error"}
 		ready = s.Endpoint + "/storage/v1/b"
 	}
 	p, err := startProcess(s.bin, args, env, ready)
@@ -165,4 +174,4 @@ func (s *Server) Stop() {
 }
 
 // HostPort is the endpoint without scheme (for STORAGE_EMULATOR_HOST).
-func (s *Server) HostPort() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *Server) HostPort() string { return net.JoinHostPort(s.host, strconv.Itoa(s.port)) }
