@@ -102,7 +102,8 @@ func infoFromAttrs(a *storage.ObjectAttrs) objstore.ObjectInfo {
 		Key:     a.Name,
 		Size:    a.Size,
 		Version: formatGeneration(a.Generation),
-		ModTime: modTime(a.Updated),
+		ModTime:  modTime(a.Updated),
+		Metadata: objstore.NormalizeMetadata(a.Metadata),
 	}
 }
 

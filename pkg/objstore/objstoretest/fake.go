@@ -68,6 +68,7 @@ type fakeObject struct {
 	data    []byte // never modified after Put
 	version string
 	modTime time.Time
+	meta    map[string]string // user metadata, never modified in place
 }
 
 var _ objstore.Store = (*Fake)(nil)
@@ -168,7 +169,8 @@ func checkKey(key string) error {
 }
 
 func (o fakeObject) info(key string) objstore.ObjectInfo {
-	return objstore.ObjectInfo{Key: key, Size: int64(len(o.data)), Version: o.version, ModTime: o.modTime}
+	return objstore.ObjectInfo{Key: key, Size: int64(len(o.data)), Version: o.version, ModTime: o.modTime,
+		Metadata: objstore.NormalizeMetadata(o.meta)}
 }
 
 func (f *Fake) get(key string) (fakeObject, error) {
@@ -270,15 +272,15 @@ func (f *Fake) Put(ctx context.Context, key string, body io.Reader, opts objstor
 	if opts.Size >= 0 && int64(buf.Len()) != opts.Size {
 		return objstore.ObjectInfo{}, fmt.Errorf("objstoretest: put %q: body has %d bytes, Size says %d", key, buf.Len(), opts.Size)
 	}
-	return f.store(key, buf.Bytes()), nil
+	return f.store(key, buf.Bytes(), opts.Metadata), nil
 }
 
 // store installs data as the new version of key.
-func (f *Fake) store(key string, data []byte) objstore.ObjectInfo {
+func (f *Fake) store(key string, data []byte, meta map[string]string) objstore.ObjectInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gen++
-	o := fakeObject{data: data, version: strconv.FormatInt(f.gen, 10), modTime: time.Now()}
+	o := fakeObject{data: data, version: strconv.FormatInt(f.gen, 10), modTime: time.Now(), meta: objstore.NormalizeMetadata(meta)}
 	if _, ok := f.objects[key]; !ok {
 		i, _ := slices.BinarySearch(f.keys, key)
 		f.keys = slices.Insert(f.keys, i, key)
@@ -328,7 +330,7 @@ func (f *Fake) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo, 
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	return f.store(dst, o.data), nil
+	return f.store(dst, o.data, o.meta), nil
 }
 
 // DeletePrefix implements objstore.Store.

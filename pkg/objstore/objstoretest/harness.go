@@ -46,6 +46,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"ListDelimiter", testListDelimiter},
 		{"DirectoryMarker", testDirectoryMarker},
 		{"Copy", testCopy},
+		{"Metadata", testMetadata},
 		{"DeletePrefix", testDeletePrefix},
 		{"AccessDenied", testAccessDenied},
 		{"ConcurrentReaders", testConcurrentReaders},
