@@ -62,9 +62,9 @@ func (s *Store) putSingle(ctx context.Context, key string, body io.Reader, opts 
 	// PutObject returns no Last-Modified; the response's Date is when the
 	// store committed the object, to the second like Last-Modified.
 	return objstore.ObjectInfo{
-		Key:     key,
-		Size:    int64(len(data)),
-		Version: version(out.ETag),
+		Key:      key,
+		Size:     int64(len(data)),
+		Version:  version(out.ETag),
 		ModTime:  responseDate(out.ResultMetadata),
 		Metadata: objstore.NormalizeMetadata(opts.Metadata),
 	}, nil
