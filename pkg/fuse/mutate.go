@@ -14,7 +14,7 @@ import (
 )
 
 // Create opens a new file for writing; it reaches the bucket at close.
-func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	f := d.fsys
 	key, errno := d.newChildKey(name)
 	if errno != 0 {
@@ -61,6 +61,12 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	fn := &fileNode{fsys: f, w: w, userOpens: 1}
 	if existing != nil {
 		fn.info = *existing
+		fn.meta, _ = f.objectMetaAsk(ctx, *existing)
+	} else if mode&0o111 != 0 {
+		// An executable (cp -p, pip, compilers): its mode is recorded.
+		// Other new files keep the volume's mode, which follows the
+		// volume's settings (fsGroup's group bits among them).
+		fn.meta = withMode(nil, syscall.S_IFREG|mode&0o777)
 	}
 	w.node = fn
 	w.refs = 1
