@@ -96,9 +96,11 @@
 //     and not isolated; on failure part of the tree may exist under both
 //     names. RENAME_EXCHANGE is not supported (EINVAL). Directories with
 //     files open for writing cannot be renamed (EBUSY).
-//   - chmod, chown and utimes succeed but change nothing: modes, owners and
-//     times come from the mount configuration and the bucket.
-//   - Hard links, symlinks, special files and extended attributes are not
+//   - chmod, chown and utimes are kept in the object's user metadata
+//     (posixmeta.go: s3fs's, rclone's and gcsfuse's keys), replaced on the
+//     server without an upload (objstore.MetadataSetter); symbolic links
+//     are objects whose body is the target (symlink.go).
+//   - Hard links, special files and extended attributes are not
 //     supported; link and mknod of a FIFO, socket or device fail with EPERM
 //     (errno.go lists each unsupported operation's errno), mknod of a
 //     regular file creates an empty one.
