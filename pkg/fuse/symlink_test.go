@@ -82,7 +82,9 @@ func TestSymlinks(t *testing.T) {
 		session(t, store, func(dir string) {
 			files = hfTree(t, filepath.Join(dir, "hub"))
 			checkTree(t, filepath.Join(dir, "hub"), files)
-			must(t, "write", func() (struct{}, error) { return struct{}{}, os.WriteFile(filepath.Join(dir, "plain"), []byte("p"), 0o644) })
+			must(t, "write", func() (struct{}, error) {
+				return struct{}{}, os.WriteFile(filepath.Join(dir, "plain"), []byte("p"), 0o644)
+			})
 			must(t, "abs link", func() (struct{}, error) {
 				return struct{}{}, os.Symlink("/etc/hostname", filepath.Join(dir, "abs"))
 			})
