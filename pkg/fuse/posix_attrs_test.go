@@ -19,7 +19,7 @@ import (
 func session(t *testing.T, store objstore.Store, fn func(dir string)) {
 	t.Helper()
 	testserver.RequireFUSE(t)
-	fsys, err := newFS(Config{MetadataTTL: time.Minute, NegativeTTL: time.Minute}, store, newBackend(t, store, mountSpec{cfg: Config{MetadataTTL: time.Minute, NegativeTTL: time.Minute}}))
+	fsys, err := newFS(Config{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute}, store, newBackend(t, store, mountSpec{cfg: Config{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute}}))
 	if err != nil {
 		t.Fatal(err)
 	}
