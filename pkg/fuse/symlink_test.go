@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -128,7 +129,7 @@ func TestSymlinks(t *testing.T) {
 // (see docs/architecture.md); not run there.
 func TestPythonVenv(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
+		testserver.Unavailable(t, "no /usr/bin/python3")
 	}
 	func(fn func(t *testing.T, store objstore.Store, _ cacheKind)) {
 		fn(t, newMinIOStore(t, nil), realCache)
