@@ -1,4 +1,4 @@
-package takeover
+package fuse
 
 import (
 	"fmt"
