@@ -15,6 +15,7 @@ import (
 	"github.com/basin-csi/basin/pkg/admin"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/driver"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // `csi-driver cache stats|ls|verify|gc`: the caches of a node, whether a
@@ -48,8 +49,8 @@ func cacheFlagSet(c *cacheConfig, out io.Writer) *flag.FlagSet {
 	})
 	fs.IntVar(&c.query.Limit, "limit", 20, "ls: at most `N` entries per volume (0: all)")
 	fs.StringVar(&c.query.Prefix, "prefix", "", "ls: only keys starting with `PREFIX`")
-	fs.Var(optionalSize{quantityValue{&c.gc.TargetBytes}}, "target", "gc: evict down to this `size` (default: 85% of the cap)")
-	fs.Var(optionalSize{quantityValue{&c.gc.CapacityBytes}}, "cache-size", "gc: evict to 85% of this `cap` instead of the volume's own (e.g. after lowering cacheSize)")
+	fs.Var(optionalSize{&c.gc.TargetBytes}, "target", "gc: evict down to this `size` (default: 85% of the cap)")
+	fs.Var(optionalSize{&c.gc.CapacityBytes}, "cache-size", "gc: evict to 85% of this `cap` instead of the volume's own (e.g. after lowering cacheSize)")
 	fs.Usage = func() {
 		_, _ = fmt.Fprint(out, `Usage: csi-driver cache stats|ls|verify|gc [flags]
 
@@ -97,15 +98,25 @@ func parseCacheArgs(args []string, out io.Writer) (cacheConfig, error) {
 	return c, nil
 }
 
-// optionalSize is a quantity flag whose unset value (-1 or 0) is not
-// shown as a default.
-type optionalSize struct{ quantityValue }
+// optionalSize is a flag holding a byte size written as a Kubernetes
+// quantity (as the volume attributes write them); its unset value (-1 or
+// 0) is not shown as a default.
+type optionalSize struct{ p *int64 }
 
 func (v optionalSize) String() string {
 	if v.p == nil || *v.p <= 0 {
 		return ""
 	}
-	return v.quantityValue.String()
+	return mountspec.FormatSize(*v.p)
+}
+
+func (v optionalSize) Set(s string) error {
+	n, err := mountspec.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
 }
 
 // runCache is `csi-driver cache`.

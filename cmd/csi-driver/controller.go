@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -27,6 +30,10 @@ type controllerConfig struct {
 	Orchestrate  bool
 	Orchestrator orchestrator.Config
 	Kubeconfig   string
+	// UploadSweepInterval is how often the controller aborts abandoned
+	// multipart uploads in every volume (driver.UploadSweeper); 0: never.
+	// It needs the API server (in-cluster configuration, or Kubeconfig).
+	UploadSweepInterval time.Duration
 }
 
 // controllerFlagSet declares the flags of `csi-driver controller` into c.
@@ -43,7 +50,9 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 	healthAddressFlag(fs, &c.Driver.HealthAddress)
 	fs.BoolVar(&c.Orchestrate, "orchestrate", false,
 		"also run Basin's Kubernetes controllers (VolumeCache clean-up, Warmup) and the cache-aware placement webhook")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig `file` for --orchestrate (default: the in-cluster configuration)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig `file` for --orchestrate and the upload sweep (default: the in-cluster configuration)")
+	fs.DurationVar(&c.UploadSweepInterval, "upload-sweep-interval", driver.UploadSweepInterval,
+		"how often to abort, in every volume's bucket, the incomplete multipart uploads older than a day that killed FUSE processes left (needs the API server; 0: never)")
 	fs.StringVar(&c.Orchestrator.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
 		"the controller's own `namespace` (leader election, webhook secret); default $POD_NAMESPACE")
 	fs.BoolVar(&c.Orchestrator.LeaderElection, "leader-elect", true, "with --orchestrate, run the reconcilers on one replica at a time")
@@ -102,12 +111,15 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	restCfg, restErr := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err := startUploadSweep(ctx, cfg, ctrl, restCfg, restErr); err != nil {
+		return err
+	}
 	if !cfg.Orchestrate {
 		return d.Run(ctx)
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("orchestrate: %w", err)
+	if restErr != nil {
+		return fmt.Errorf("orchestrate: %w", restErr)
 	}
 	// Either part ending ends both: the pod restarts whole.
 	ctx, cancel := context.WithCancel(ctx)
@@ -118,4 +130,27 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	err = <-errs
 	cancel()
 	return errors.Join(err, <-errs)
+}
+
+// startUploadSweep starts the controller's periodic pass over volumes
+// (driver.UploadSweeper) unless its interval is 0. Without the API server
+// (restErr) it is off, and says so.
+func startUploadSweep(ctx context.Context, cfg controllerConfig, ctrl *driver.Controller, restCfg *rest.Config, restErr error) error {
+	if cfg.UploadSweepInterval <= 0 {
+		return nil
+	}
+	if restErr != nil {
+		klog.InfoS("no Kubernetes API: the controller's sweep of abandoned uploads is off", "err", restErr)
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("upload sweep: %w", err)
+	}
+	sw, err := driver.NewUploadSweeper(ctrl, cfg.Driver.Metrics)
+	if err != nil {
+		return fmt.Errorf("upload sweep: %w", err)
+	}
+	go sw.Run(ctx, cfg.UploadSweepInterval, sweptVolumes(cs, cfg.Driver.Name))
+	return nil
 }

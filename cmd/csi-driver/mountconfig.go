@@ -7,19 +7,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/fuse"
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
 // mountFlags are the raw flag values of `csi-driver mount`. The settings
-// flags write straight into spec, which starts from mountspec.Default.
+// flags (mountspec.Spec.AddFlags, named in specFlags) write straight into
+// spec, which starts from mountspec.Default.
 type mountFlags struct {
-	spec         mountspec.Spec
-	mountOptions string
+	spec      mountspec.Spec
+	specFlags []string
 
 	// Process flags: who this process is and how it serves.
 	cacheDir, volumeID        string
@@ -34,12 +35,6 @@ type mountFlags struct {
 	// set names the flags given on the command line.
 	set map[string]bool
 }
-
-// specFlags are the flags that write into the spec; --spec-file replaces
-// all of them.
-var specFlags = []string{"endpoint", "region", "path-style", "cache-size", "cache-block-size", "metadata-ttl",
-	"negative-metadata-ttl", "read-ahead", "max-parallel-fetches", "op-timeout", "read-only", "uid", "gid",
-	"file-mode", "dir-mode", "mount-options"}
 
 // defaultMountFlags are the defaults shown by --help.
 func defaultMountFlags() mountFlags {
@@ -88,7 +83,7 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	spec := f.spec
 	positional := args
 	if f.specFile != "" {
-		for _, name := range specFlags {
+		for _, name := range f.specFlags { // --spec-file replaces all of them
 			if f.set[name] {
 				bad("--%s: with --spec-file the mount spec comes from the file", name)
 			}
@@ -121,10 +116,6 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 			}
 			spec.Backend, spec.Bucket, spec.Prefix = src.Backend, src.Bucket, src.Prefix
 			positional = args[1:]
-		}
-		var err error
-		if spec, err = spec.WithOptions(strings.Split(f.mountOptions, ",")); err != nil {
-			errs = append(errs, fmt.Errorf("--mount-options: %w", err))
 		}
 		if err := spec.Validate(); err != nil && len(errs) == 0 {
 			errs = append(errs, err)
@@ -180,7 +171,7 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	case f.standbyFD != 0 && (f.standbyFD < 3 || f.standbyFD == f.fd):
 		bad("--standby-fd %d: want an inherited descriptor other than --fd", f.standbyFD)
 	case f.session != "":
-		c.Mount.Session = fuse.SessionOptions{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
+		c.Mount.Session = takeover.Options{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
 	}
 	c.Debug, c.Resume, c.NoBucketCheck, c.StandbyFD = f.debug, f.resume, f.noBucketCheck, f.standbyFD
 	return c, errors.Join(errs...)
@@ -204,21 +195,15 @@ func runtimeConfig(s mountspec.Spec, volumeID string) (cache.Options, fuse.Confi
 	co := cache.Options{
 		VolumeID: volumeID, Origin: origin,
 		BlockSize: s.CacheBlockSize, Capacity: s.CacheSize,
-		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
+		MetadataTTL: s.MetadataTTL, NegativeMetadataTTL: s.NegativeMetadataTTL,
 		MaxParallelFetches: s.MaxParallelFetches,
-		PrefetchBudget:     s.PrefetchBudget,
-	}
-	if !s.Prefetch {
-		co.PrefetchBudget = -1 // off
+		Prefetch:           s.Prefetch, PrefetchBudget: s.PrefetchBudget,
 	}
 	fc := fuse.Config{
 		VolumeID: volumeID, ReadOnly: s.Flags().ReadOnly,
 		UID: uint32(uid), GID: uint32(gid), FileMode: s.FileMode, DirMode: s.DirMode,
-		MetadataTTL: s.MetadataTTL, NegativeTTL: s.NegativeMetadataTTL,
+		MetadataTTL: s.MetadataTTL, NegativeMetadataTTL: s.NegativeMetadataTTL,
 		ReadAhead: s.ReadAhead, OpTimeout: s.OpTimeout, OpenMode: s.OpenMode,
-	}
-	if s.ReadAhead == 0 {
-		fc.ReadAhead = -1 // 0 in a spec means "off"
 	}
 	return co, fc
 }

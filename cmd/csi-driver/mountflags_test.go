@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/basin-csi/basin/pkg/fuse"
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -49,7 +49,7 @@ func TestParseMountArgs(t *testing.T) {
 			"--disable-passthrough", "--volume-id", "vol-1", "--mount-options", "noexec,noatime", "--open-mode", "kernel",
 			"--prefetch=false", "--prefetch-budget", "1Gi",
 		}, func(t *testing.T, c mountConfig) {
-			if c.Spec.Prefetch || c.Spec.PrefetchBudget != 1<<30 || c.Cache.PrefetchBudget != -1 {
+			if c.Spec.Prefetch || c.Spec.PrefetchBudget != 1<<30 || c.Cache.Prefetch || c.Cache.PrefetchBudget != 1<<30 {
 				t.Errorf("prefetch: spec %v %d, cache budget %d; want off", c.Spec.Prefetch, c.Spec.PrefetchBudget, c.Cache.PrefetchBudget)
 			}
 			want := objstore.Config{Backend: objstore.BackendGCS, Bucket: "bkt", Endpoint: "http://127.0.0.1:9000",
@@ -58,12 +58,12 @@ func TestParseMountArgs(t *testing.T) {
 				t.Errorf("store %+v, want %+v", got, want)
 			}
 			if c.CacheDir != "/var/cache/x" || c.Cache.Capacity != 1<<30 || c.Cache.BlockSize != 1<<20 ||
-				c.Cache.MetadataTTL != -1 || c.Cache.NegativeTTL != 0 || c.Cache.MaxParallelFetches != 3 || c.Cache.VolumeID != "vol-1" {
+				c.Cache.MetadataTTL != -1 || c.Cache.NegativeMetadataTTL != 0 || c.Cache.MaxParallelFetches != 3 || c.Cache.VolumeID != "vol-1" {
 				t.Errorf("cache %q %+v", c.CacheDir, c.Cache)
 			}
 			if !c.FS.ReadOnly || c.FS.UID != 1000 || c.FS.GID != 2000 || c.FS.FileMode != 0o600 || c.FS.DirMode != 0o700 ||
-				c.FS.ReadAhead != -1 || c.FS.OpTimeout != 5*time.Second || !c.FS.DisablePassthrough || c.FS.MetadataTTL != -1 ||
-				c.FS.OpenMode != fuse.OpenKernel || c.Spec.OpenMode != mountspec.OpenKernel {
+				c.FS.ReadAhead != 0 || c.FS.OpTimeout != 5*time.Second || !c.FS.DisablePassthrough || c.FS.MetadataTTL != -1 ||
+				c.FS.OpenMode != mountdefaults.OpenKernel || c.Spec.OpenMode != mountdefaults.OpenKernel {
 				t.Errorf("fs %+v", c.FS)
 			}
 			if !c.Mount.AllowOther || !c.Mount.Debug || c.Mount.FsName != "basin:gs://bkt/" || !c.Mount.NoExec || !c.Mount.NoAtime {

@@ -42,7 +42,7 @@ func crashOpts() Options {
 	o.Origin = "file://crash/"
 	o.Capacity = 3 * mib // forces eviction while the child runs
 	o.MetadataTTL = 0
-	o.NegativeTTL = 0
+	o.NegativeMetadataTTL = 0
 	return o
 }
 

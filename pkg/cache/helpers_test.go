@@ -38,14 +38,15 @@ func testTuning() tuning {
 // testOpts are small blocks so tests touch many of them cheaply.
 func testOpts() Options {
 	return Options{
-		VolumeID:        "test",
-		Origin:          "fake://bucket/",
-		BlockSize:       64 * kib,
-		PartSize:        128 * kib,
-		SmallObjectSize: 128 * kib,
-		MetadataTTL:     time.Minute,
-		NegativeTTL:     time.Minute,
-		MinFreeRatio:    -1,
+		VolumeID:            "test",
+		Origin:              "fake://bucket/",
+		BlockSize:           64 * kib,
+		PartSize:            128 * kib,
+		SmallObjectSize:     128 * kib,
+		MetadataTTL:         time.Minute,
+		NegativeMetadataTTL: time.Minute,
+		MinFreeRatio:        -1,
+		Prefetch:            true,
 	}
 }
 

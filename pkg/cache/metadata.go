@@ -98,7 +98,7 @@ func (c *Cache) Stat(ctx context.Context, key string) (objstore.ObjectInfo, erro
 		switch {
 		case p.kind == attrPositive && fresh(now, p.rec.FetchedAt, c.opts.MetadataTTL):
 			return objstore.ObjectInfo{Key: key, Size: p.rec.Size, Version: p.rec.Version, ModTime: p.rec.ModTime}, nil
-		case p.kind == attrNegative && fresh(now, p.rec.FetchedAt, c.opts.NegativeTTL):
+		case p.kind == attrNegative && fresh(now, p.rec.FetchedAt, c.opts.NegativeMetadataTTL):
 			return objstore.ObjectInfo{}, fmt.Errorf("cache: %q: %w", key, objstore.ErrNotFound)
 		}
 	}
@@ -116,7 +116,7 @@ func (c *Cache) Stat(ctx context.Context, key string) (objstore.ObjectInfo, erro
 		case c.endFetch(fetch):
 			// Answered as of before a change of this mount: not cached.
 		case errors.Is(err, objstore.ErrNotFound):
-			if c.opts.NegativeTTL != 0 {
+			if c.opts.NegativeMetadataTTL != 0 {
 				c.setAttr(key, pendingAttr{kind: attrNegative, rec: attrRecord{FetchedAt: now}})
 			}
 		case err == nil:

@@ -70,7 +70,7 @@ func TestNegativeTTL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := &steppedClock{t: time.Unix(1e9, 0)}
 			opts := testOpts()
-			opts.NegativeTTL, opts.Now = tt.ttl, clock.Now
+			opts.NegativeMetadataTTL, opts.Now = tt.ttl, clock.Now
 			c, fake, _ := newFixture(t, opts)
 			if _, err := c.Stat(context.Background(), "missing"); !errors.Is(err, objstore.ErrNotFound) {
 				t.Fatalf("Stat: %v, want ErrNotFound", err)

@@ -49,7 +49,7 @@ func TestFetchAcrossOwnChangeNotCached(t *testing.T) {
 			put(t, fake, "d/y", []byte("y"))
 			held := &heldStore{Store: fake, answered: make(chan struct{}), release: make(chan struct{})}
 			opts := testOpts()
-			opts.MetadataTTL, opts.NegativeTTL = time.Hour, time.Hour
+			opts.MetadataTTL, opts.NegativeMetadataTTL = time.Hour, time.Hour
 			c := openTest(t, t.TempDir(), held, opts)
 			defer func() { _ = c.Close() }()
 			done := make(chan error, 1)

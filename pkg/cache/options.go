@@ -7,7 +7,10 @@ import (
 	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
-// Options configure one volume's cache. Zero values mean the defaults.
+// Options configure one volume's cache. The settings a mount spec holds
+// have its names and meanings (pkg/mountspec): zero means there what it
+// means in the spec (MetadataTTL 0: always revalidate; Prefetch false:
+// off). Zero values of the others mean the defaults.
 type Options struct {
 	// VolumeID names the volume in logs and in the node budget.
 	VolumeID string
@@ -31,8 +34,8 @@ type Options struct {
 	// MetadataTTL is how long cached attributes and listings are trusted:
 	// 0 = always revalidate, < 0 = forever.
 	MetadataTTL time.Duration
-	// NegativeTTL is how long a "not found" is trusted (same conventions).
-	NegativeTTL time.Duration
+	// NegativeMetadataTTL is how long a "not found" is trusted (same conventions).
+	NegativeMetadataTTL time.Duration
 	// SmallObjectSize: objects up to this size are fetched whole in one GET
 	// on first miss (default 8 MiB).
 	SmallObjectSize int64
@@ -43,9 +46,10 @@ type Options struct {
 	// measured throughput grows with it (fetchtune.go), also within the
 	// buffer budget (maxFetches).
 	MaxParallelFetches int
-	// PrefetchBudget bounds the bytes directory prefetch (prefetch.go)
-	// fetched and nobody opened since (default 4 GiB); < 0 turns
-	// directory prefetch off.
+	// Prefetch turns directory prefetch (prefetch.go) on, as a mount's
+	// spec does unless it says prefetch false; PrefetchBudget bounds the
+	// bytes it fetched and nobody opened since (default 4 GiB).
+	Prefetch       bool
 	PrefetchBudget int64
 	// PrefetchWorkers is how many objects directory prefetch fetches at
 	// once, beside MaxParallelFetches (default 64).

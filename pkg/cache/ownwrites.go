@@ -94,6 +94,45 @@ func (c *Cache) ownDir(dir string, listedAt time.Time) bool {
 	return ok && !at.After(listedAt)
 }
 
+// Removed records that this mount removed key: the object key it deleted
+// (dir false), or the directory key it removed (dir true: rmdir, the
+// source of a rename), whether the directory was its own (MadeDir) or
+// listed. From now on lookups see the name gone without asking the bucket,
+// as they see an upload at once (Wrote): key is absent for the negative
+// TTL (forgotten when that is 0), and the cached listing of its directory
+// keeps its FetchedAt but no longer holds key as an object (or, for a
+// directory, as a prefix). For a directory, what the cache knew of key/ —
+// its listing, that this mount made it — is dropped too. A removed file
+// keeps a prefix key/ of the same name: a subtree the object hid shows
+// again. Persisted at once, like Invalidate.
+func (c *Cache) Removed(key string, dir bool) {
+	if key == "" || c.isClosed.Load() {
+		return
+	}
+	c.changed(key)
+	if c.opts.NegativeMetadataTTL != 0 {
+		c.setAttr(key, pendingAttr{kind: attrNegative, rec: attrRecord{FetchedAt: c.opts.Now()}})
+	} else {
+		c.setAttr(key, pendingAttr{kind: attrDeleted})
+	}
+	if dir {
+		c.changed(key + "/") // a listing of the removed directory under way
+		c.setListing(key+"/", nil)
+		c.ownMu.Lock()
+		delete(c.ownDirs, key+"/")
+		c.ownMu.Unlock()
+	}
+	parent := parentPrefix(key)
+	if l, ok, err := c.cachedListing(parent); err == nil && ok {
+		l.Objects = slices.DeleteFunc(l.Objects, func(o objstore.ObjectInfo) bool { return o.Key == key })
+		if dir {
+			l.Prefixes = slices.DeleteFunc(l.Prefixes, func(p string) bool { return p == key+"/" })
+		}
+		c.setListing(parent, &l)
+	}
+	c.persistMeta(key)
+}
+
 func (c *Cache) persistMeta(key string) {
 	if err := c.flushMeta(); err != nil {
 		klog.ErrorS(err, "cache: persisting a local change", "volume", c.opts.VolumeID, "key", key)

@@ -62,7 +62,7 @@ func TestMadeDirAnswersAbsentNamesForTheMetadataTTL(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	opts := testOpts()
-	opts.MetadataTTL, opts.NegativeTTL = time.Minute, time.Second
+	opts.MetadataTTL, opts.NegativeMetadataTTL = time.Minute, time.Second
 	opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
 	c, fake, _ := newFixture(t, opts)
 	ctx := context.Background()
@@ -89,5 +89,61 @@ func TestMadeDirAnswersAbsentNamesForTheMetadataTTL(t *testing.T) {
 	_, _ = c.Stat(ctx, "new/x")
 	if n := fake.Calls(objstoretest.OpStat) - heads; n != 1 {
 		t.Errorf("%d HEADs past the metadata TTL, want 1", n)
+	}
+}
+
+// TestRemovedIsGoneAtOnce: a directory this mount made and removed, a
+// listed directory it removed and a file it deleted are gone from Stat,
+// KnownDir and the parent's listing at once, without a request, while the
+// metadata TTL would still have answered the old state.
+func TestRemovedIsGoneAtOnce(t *testing.T) {
+	for _, negTTL := range []time.Duration{time.Minute, 0} {
+		t.Run(negTTL.String(), func(t *testing.T) {
+			opts := testOpts()
+			opts.MetadataTTL, opts.NegativeMetadataTTL = time.Hour, negTTL
+			c, fake, _ := newFixture(t, opts)
+			ctx := context.Background()
+			put(t, fake, "tree/x/f", []byte("f"))
+			put(t, fake, "file", []byte("f"))
+			if _, err := c.List(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.List(ctx, "tree/"); err != nil {
+				t.Fatal(err)
+			}
+			put(t, fake, "own/", nil)
+			c.MadeDir("own")
+			for _, k := range []string{"tree/x/f", "file", "own/"} {
+				if err := fake.Delete(ctx, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.Removed("tree/x/f", false)
+			c.Removed("tree/x", true)
+			c.Removed("file", false)
+			c.Removed("own", true)
+			fake.ResetCounters()
+			for _, dir := range []string{"own", "tree/x"} {
+				if isDir, known := c.KnownDir(dir); isDir || !known {
+					t.Errorf("KnownDir(%s) = %v, %v; want gone, known", dir, isDir, known)
+				}
+			}
+			if negTTL != 0 {
+				for _, k := range []string{"own", "file", "tree/x"} {
+					if _, err := c.Stat(ctx, k); !errors.Is(err, objstore.ErrNotFound) {
+						t.Errorf("Stat(%s) = %v, want not found", k, err)
+					}
+				}
+			}
+			if l, err := c.List(ctx, ""); err != nil || len(l.Objects) != 0 || len(l.Prefixes) != 1 || l.Prefixes[0] != "tree/" {
+				t.Errorf("root listing %+v %+v %v; want tree/ only", l.Objects, l.Prefixes, err)
+			}
+			if l, err := c.List(ctx, "tree/"); err != nil || len(l.Prefixes) != 0 {
+				t.Errorf("tree/ listing %+v %v; want empty", l.Prefixes, err)
+			}
+			if n := fake.Calls(objstoretest.OpList) + fake.Calls(objstoretest.OpStat); n != 0 {
+				t.Errorf("%d bucket requests after the removals, want 0", n)
+			}
+		})
 	}
 }

@@ -101,7 +101,7 @@ type unreadObject struct {
 
 // newPrefetcher returns the prefetcher of opts, nil when prefetch is off.
 func newPrefetcher(opts Options) *prefetcher {
-	if opts.PrefetchBudget < 0 {
+	if !opts.Prefetch {
 		return nil
 	}
 	return &prefetcher{

@@ -150,7 +150,7 @@ func TestForegroundReadsDoNotQueueBehindPrefetches(t *testing.T) {
 // after a reopen, do not start prefetching their directory.
 func TestWarmOpensDoNotPrefetch(t *testing.T) {
 	opts := testOpts()
-	opts.PrefetchBudget = -1
+	opts.Prefetch = false
 	c, fake, dir := newFixture(t, opts)
 	ctx := context.Background()
 	for i := range 10 {

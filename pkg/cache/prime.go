@@ -105,7 +105,7 @@ func (c *Cache) listedAbsent(key string) (bool, error) {
 	if !fresh(now, l.FetchedAt, c.opts.MetadataTTL) {
 		return false, nil
 	}
-	if !fresh(now, l.FetchedAt, c.opts.NegativeTTL) && !c.ownDir(parentPrefix(key), l.FetchedAt) {
+	if !fresh(now, l.FetchedAt, c.opts.NegativeMetadataTTL) && !c.ownDir(parentPrefix(key), l.FetchedAt) {
 		return false, nil
 	}
 	i := sort.Search(len(l.Objects), func(i int) bool { return l.Objects[i].Key >= key })

@@ -15,7 +15,7 @@ func TestPrimeAnswersStatsWithOneListing(t *testing.T) {
 	ctx := context.Background()
 	clock := &steppedClock{t: time.Unix(1e9, 0)}
 	opts := testOpts()
-	opts.MetadataTTL, opts.NegativeTTL, opts.Now = time.Hour, 5*time.Second, clock.Now
+	opts.MetadataTTL, opts.NegativeMetadataTTL, opts.Now = time.Hour, 5*time.Second, clock.Now
 	c, fake, _ := newFixture(t, opts)
 	for i := range 50 {
 		put(t, fake, fmt.Sprintf("train/%03d.jpg", i), []byte("x"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
@@ -33,7 +34,7 @@ func TestCreateVolumeErrors(t *testing.T) {
 	s := minioStore(t)
 	h := startDriver(t, ControllerConfig{})
 	strict := startDriver(t, ControllerConfig{RequireSecret: true})
-	prefix := with(s.params, volumeattr.KeyBucket, s.parent)
+	prefix := with(s.params, mountspec.KeyBucket, s.parent)
 	wrongKey := with(s.secrets, volumeattr.SecretSecretAccessKey, "not-the-secret-key-0000")
 	block := &csi.VolumeCapability{
 		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
@@ -52,27 +53,27 @@ func TestCreateVolumeErrors(t *testing.T) {
 		{"unknown StorageClass mountOptions", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{
 			groupCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "", "nfsvers=4")}, Parameters: prefix, Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"unknown parameter", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, "cachesize", "1Gi"), Secrets: s.secrets}, false, codes.InvalidArgument},
-		{"bad quantity", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyCacheSize, "ten gigs"), Secrets: s.secrets}, false, codes.InvalidArgument},
-		{"bad TTL", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyMetadataTTL, "90"), Secrets: s.secrets}, false, codes.InvalidArgument},
+		{"bad quantity", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, mountspec.KeyCacheSize, "ten gigs"), Secrets: s.secrets}, false, codes.InvalidArgument},
+		{"bad TTL", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, mountspec.KeyMetadataTTL, "90"), Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"bucket mode with bucket", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyProvisioning, "bucket"), Secrets: s.secrets}, false, codes.InvalidArgument},
-		{"read-only volume for writers", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyReadOnly, "true"), Secrets: s.secrets}, false, codes.InvalidArgument},
+		{"read-only volume for writers", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, mountspec.KeyReadOnly, "true"), Secrets: s.secrets}, false, codes.InvalidArgument},
 		{"limit below required", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix, Secrets: s.secrets,
 			CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30, LimitBytes: 1 << 30}}, false, codes.OutOfRange},
 		{"snapshot source", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix, Secrets: s.secrets,
 			VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: "s"}}}}, false, codes.InvalidArgument},
 		{"endpoint only in parameters, reclaim delete", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(),
-			Parameters: with(prefix, volumeattr.KeyEndpoint, s.secrets[volumeattr.SecretEndpoint]),
+			Parameters: with(prefix, mountspec.KeyEndpoint, s.secrets[volumeattr.SecretEndpoint]),
 			Secrets:    with(s.secrets, volumeattr.SecretEndpoint, "")}, false, codes.InvalidArgument},
 		{"unknown secret key", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix, Secrets: with(s.secrets, "AWS_SECRET_ACCESS_KEY", "x")}, false, codes.InvalidArgument},
 		{"half a key pair", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix, Secrets: with(s.secrets, volumeattr.SecretSecretAccessKey, "")}, false, codes.InvalidArgument},
-		{"missing secret, secrets required", strict, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyReclaim, "retain", volumeattr.KeyEndpoint, s.secrets[volumeattr.SecretEndpoint])}, false, codes.InvalidArgument},
+		{"missing secret, secrets required", strict, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyReclaim, "retain", mountspec.KeyEndpoint, s.secrets[volumeattr.SecretEndpoint])}, false, codes.InvalidArgument},
 		{"missing secret, default chain finds nothing", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix,
 			Secrets: map[string]string{volumeattr.SecretEndpoint: s.secrets[volumeattr.SecretEndpoint]}}, true, codes.InvalidArgument},
 		{"wrong credentials, prefix", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix, Secrets: wrongKey}, false, codes.PermissionDenied},
 		{"wrong credentials, bucket", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: s.params, Secrets: wrongKey}, false, codes.PermissionDenied},
 		{"unknown access key", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: prefix,
 			Secrets: with(s.secrets, volumeattr.SecretAccessKeyID, "nobody-0000")}, false, codes.PermissionDenied},
-		{"non-existent bucket", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, volumeattr.KeyBucket, uniqueName("missing-")), Secrets: s.secrets}, false, codes.FailedPrecondition},
+		{"non-existent bucket", h, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(), Parameters: with(prefix, mountspec.KeyBucket, uniqueName("missing-")), Secrets: s.secrets}, false, codes.FailedPrecondition},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,10 +106,10 @@ func TestVolumeLifecycle(t *testing.T) {
 			s := setup.store(t)
 			h := startDriver(t, ControllerConfig{})
 			ctx := t.Context()
-			params := with(s.params, volumeattr.KeyProvisioning, string(setup.mode), volumeattr.KeyCacheSize, "2Gi",
+			params := with(s.params, volumeattr.KeyProvisioning, string(setup.mode), mountspec.KeyCacheSize, "2Gi",
 				volumeattr.KeyCacheAffinity, "false")
 			if setup.mode == volumeattr.ProvisionPrefix {
-				params = with(params, volumeattr.KeyBucket, s.parent, volumeattr.KeyPrefix, "vols")
+				params = with(params, mountspec.KeyBucket, s.parent, mountspec.KeyPrefix, "vols")
 			}
 			name := uniqueName("pvc-")
 			req := &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: rwx(), Parameters: params, Secrets: s.secrets,
@@ -214,7 +215,7 @@ func TestReclaimRetain(t *testing.T) {
 			h := startDriver(t, ControllerConfig{})
 			params := with(s.params, volumeattr.KeyReclaim, "retain", volumeattr.KeyProvisioning, string(mode))
 			if mode == volumeattr.ProvisionPrefix {
-				params[volumeattr.KeyBucket] = s.parent
+				params[mountspec.KeyBucket] = s.parent
 			}
 			resp, err := h.controller.CreateVolume(t.Context(), &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(), Parameters: params, Secrets: s.secrets})
 			if err != nil {
@@ -238,7 +239,7 @@ func TestDeleteVolumeErrors(t *testing.T) {
 	h := startDriver(t, ControllerConfig{})
 	strict := startDriver(t, ControllerConfig{RequireSecret: true})
 	resp, err := h.controller.CreateVolume(t.Context(), &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(),
-		Parameters: with(s.params, volumeattr.KeyBucket, s.parent), Secrets: s.secrets})
+		Parameters: with(s.params, mountspec.KeyBucket, s.parent), Secrets: s.secrets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestValidateVolumeCapabilitiesErrors(t *testing.T) {
 	h := startDriver(t, ControllerConfig{})
 	fp := endpointFingerprint(s.secrets[volumeattr.SecretEndpoint])
 	resp, err := h.controller.CreateVolume(t.Context(), &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(),
-		Parameters: with(s.params, volumeattr.KeyBucket, s.parent), Secrets: s.secrets})
+		Parameters: with(s.params, mountspec.KeyBucket, s.parent), Secrets: s.secrets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +296,9 @@ func TestValidateVolumeCapabilitiesErrors(t *testing.T) {
 		{"missing prefix", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "s3/1pds/us-east-1/" + fp + "/" + s.parent + "/nothing/", VolumeCapabilities: rwx(), Secrets: s.secrets}, codes.NotFound},
 		{"missing bucket", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "s3/1bds/us-east-1/" + fp + "/" + uniqueName("gone-") + "/", VolumeCapabilities: rwx(), Secrets: s.secrets}, codes.NotFound},
 		{"context of another volume", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: vol.GetVolumeId(), VolumeCapabilities: rwx(), Secrets: s.secrets,
-			VolumeContext: with(vol.GetVolumeContext(), volumeattr.KeyPrefix, "elsewhere/")}, codes.InvalidArgument},
+			VolumeContext: with(vol.GetVolumeContext(), mountspec.KeyPrefix, "elsewhere/")}, codes.InvalidArgument},
 		{"bad context", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: vol.GetVolumeId(), VolumeCapabilities: rwx(), Secrets: s.secrets,
-			VolumeContext: with(vol.GetVolumeContext(), volumeattr.KeyCacheSize, "much")}, codes.InvalidArgument},
+			VolumeContext: with(vol.GetVolumeContext(), mountspec.KeyCacheSize, "much")}, codes.InvalidArgument},
 		{"wrong credentials", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: vol.GetVolumeId(), VolumeCapabilities: rwx(),
 			Secrets: with(s.secrets, volumeattr.SecretSecretAccessKey, "not-the-secret-key-0000")}, codes.PermissionDenied},
 	}
@@ -310,7 +311,7 @@ func TestValidateVolumeCapabilitiesErrors(t *testing.T) {
 	// A read-only volume confirms reader modes only.
 	ro, err := h.controller.CreateVolume(t.Context(), &csi.CreateVolumeRequest{Name: uniqueName("pvc-"),
 		VolumeCapabilities: []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)},
-		Parameters:         with(s.params, volumeattr.KeyBucket, s.parent, volumeattr.KeyReadOnly, "true"), Secrets: s.secrets})
+		Parameters:         with(s.params, mountspec.KeyBucket, s.parent, mountspec.KeyReadOnly, "true"), Secrets: s.secrets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestCreateVolumeNameConflict(t *testing.T) {
 	defer func() { _ = parent.Close() }()
 	put(t, parent, prefixSegment(name)+"/", `{"kind":"basin.csi.dev/volume-v1","name":"someone-else","capacityBytes":0}`)
 	_, err = h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: rwx(),
-		Parameters: with(s.params, volumeattr.KeyBucket, s.parent), Secrets: s.secrets})
+		Parameters: with(s.params, mountspec.KeyBucket, s.parent), Secrets: s.secrets})
 	wantCode(t, "CreateVolume over another volume's prefix", err, codes.AlreadyExists)
 
 	// A bucket named like the volume, holding something else at the record key.
@@ -357,7 +358,7 @@ func TestCreateVolumeNameConflict(t *testing.T) {
 	name = uniqueName("pvc-")
 	put(t, parent, prefixSegment(name)+"/", "")
 	if _, err := h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: rwx(),
-		Parameters: with(s.params, volumeattr.KeyBucket, s.parent), Secrets: s.secrets}); err != nil {
+		Parameters: with(s.params, mountspec.KeyBucket, s.parent), Secrets: s.secrets}); err != nil {
 		t.Errorf("CreateVolume over an empty marker: %v", err)
 	}
 }
@@ -369,6 +370,6 @@ func TestCreateVolumeUnavailable(t *testing.T) {
 	srv.Stop()
 	h := startDriver(t, ControllerConfig{})
 	_, err := h.controller.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: rwx(),
-		Parameters: map[string]string{volumeattr.KeyPathStyle: "true", volumeattr.KeyRegion: srv.Region}, Secrets: secrets})
+		Parameters: map[string]string{mountspec.KeyPathStyle: "true", mountspec.KeyRegion: srv.Region}, Secrets: secrets})
 	wantCode(t, "CreateVolume against a stopped MinIO", err, codes.Unavailable)
 }

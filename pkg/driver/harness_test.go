@@ -17,6 +17,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 )
@@ -120,7 +121,7 @@ func minioStore(t *testing.T) store {
 	srv := testserver.MinIO(t)
 	s := store{
 		name:    "minio",
-		params:  map[string]string{volumeattr.KeyBackend: "s3", volumeattr.KeyRegion: srv.Region, volumeattr.KeyPathStyle: "true"},
+		params:  map[string]string{mountspec.KeyBackend: "s3", mountspec.KeyRegion: srv.Region, mountspec.KeyPathStyle: "true"},
 		secrets: map[string]string{volumeattr.SecretAccessKeyID: srv.AccessKey, volumeattr.SecretSecretAccessKey: srv.SecretKey, volumeattr.SecretEndpoint: srv.Endpoint},
 		parent:  uniqueName("parent-"),
 		creds:   objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
@@ -136,7 +137,7 @@ func gcsStore(t *testing.T) store {
 	srv := testserver.GCS(t)
 	s := store{
 		name:    "gcs",
-		params:  map[string]string{volumeattr.KeyBackend: "gcs"},
+		params:  map[string]string{mountspec.KeyBackend: "gcs"},
 		secrets: map[string]string{volumeattr.SecretEndpoint: srv.Endpoint},
 		parent:  uniqueName("parent-"),
 	}
@@ -150,7 +151,7 @@ func fileStore(t *testing.T) store {
 	dir := t.TempDir()
 	return store{
 		name:   "file",
-		params: map[string]string{volumeattr.KeyBackend: "file"},
+		params: map[string]string{mountspec.KeyBackend: "file"},
 		parent: dir,
 		cfg:    objstore.Config{Backend: objstore.BackendFile, Bucket: dir},
 	}

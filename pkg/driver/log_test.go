@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // syncBuffer is a bytes.Buffer safe for klog's concurrent writers.
@@ -81,7 +82,7 @@ func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 		wantCode(t, what, err, code)
 		errs = append(errs, err)
 	}
-	for _, params := range []map[string]string{s.params, with(s.params, volumeattr.KeyBucket, s.parent)} {
+	for _, params := range []map[string]string{s.params, with(s.params, mountspec.KeyBucket, s.parent)} {
 		_, err := h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(), Parameters: params, Secrets: wrong})
 		check("CreateVolume, wrong credentials", err, codes.PermissionDenied)
 		_, err = h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(), Parameters: params, Secrets: half})
@@ -90,7 +91,7 @@ func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 	// A real volume, created with the right credentials (whose values must
 	// not be logged either), then deleted with wrong ones.
 	vol, err := h.controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: uniqueName("pvc-"), VolumeCapabilities: rwx(),
-		Parameters: with(s.params, volumeattr.KeyBucket, s.parent), Secrets: s.secrets})
+		Parameters: with(s.params, mountspec.KeyBucket, s.parent), Secrets: s.secrets})
 	if err != nil {
 		t.Fatal(err)
 	}

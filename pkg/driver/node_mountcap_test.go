@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	mountutils "k8s.io/mount-utils"
 
-	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // groupCap is a writer mount capability with mount flags and a volume
@@ -169,10 +169,10 @@ func TestNodeMountFlagsAndGroupValidation(t *testing.T) {
 			}
 		})
 	}
-	v.context[volumeattr.KeyMountOptions] = "noexec,max_read=4096"
+	v.context[mountspec.KeyMountOptions] = "noexec,max_read=4096"
 	err := h.stageCap(t, v, staging, mountCap(rwx))
 	wantCode(t, "NodeStageVolume with a bad mountOptions attribute", err, codes.InvalidArgument)
-	if err != nil && (!strings.Contains(err.Error(), volumeattr.KeyMountOptions) || !strings.Contains(err.Error(), "noatime")) {
+	if err != nil && (!strings.Contains(err.Error(), mountspec.KeyMountOptions) || !strings.Contains(err.Error(), "noatime")) {
 		t.Errorf("error %q does not name the key and the accepted options", err)
 	}
 }
@@ -199,7 +199,7 @@ func mountOptionsOf(t *testing.T, path string) []string {
 func TestNodeMountOptionsReachTheMount(t *testing.T) {
 	h := startNode(t, nil)
 	v := fileVolume(t, h)
-	v.context[volumeattr.KeyMountOptions] = "noatime"
+	v.context[mountspec.KeyMountOptions] = "noatime"
 	staging, rw, ro := filepath.Join(h.dir, "staging"), filepath.Join(h.dir, "pod1", "mount"), filepath.Join(h.dir, "pod2", "mount")
 	rwx := csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
 	vc := groupCap(rwx, "", "noexec")
@@ -237,7 +237,7 @@ func TestNodeMountOptionsReachTheMount(t *testing.T) {
 func TestSuccessorsGetTheSameSpec(t *testing.T) {
 	h := startNode(t, nil)
 	v := fileVolume(t, h)
-	v.context[volumeattr.KeyMountOptions] = "noatime"
+	v.context[mountspec.KeyMountOptions] = "noatime"
 	staging, target := filepath.Join(h.dir, "staging"), filepath.Join(h.dir, "pod", "mount")
 	vc := groupCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "4243", "noexec")
 	if err := h.stageCap(t, v, staging, vc); err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -30,7 +31,7 @@ func fileVolume(t *testing.T, h *nodeHarness) realVolume {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := store{name: "file", params: map[string]string{volumeattr.KeyBackend: "file"}, parent: dir,
+	s := store{name: "file", params: map[string]string{mountspec.KeyBackend: "file"}, parent: dir,
 		cfg: objstore.Config{Backend: objstore.BackendFile, Bucket: dir}}
 	return newRealVolume(t, s, "file/"+uniqueName("vol-"))
 }
@@ -42,10 +43,10 @@ func minioVolume(t *testing.T) realVolume {
 
 func newRealVolume(t *testing.T, s store, id string) realVolume {
 	t.Helper()
-	ctx := with(s.params, volumeattr.KeyBucket, s.parent, volumeattr.KeyPrefix, "data/",
-		volumeattr.KeyMetadataTTL, "-1", volumeattr.KeyCacheSize, "64Mi")
+	ctx := with(s.params, mountspec.KeyBucket, s.parent, mountspec.KeyPrefix, "data/",
+		mountspec.KeyMetadataTTL, "-1", mountspec.KeyCacheSize, "64Mi")
 	if ep := s.secrets[volumeattr.SecretEndpoint]; ep != "" {
-		ctx[volumeattr.KeyEndpoint] = ep
+		ctx[mountspec.KeyEndpoint] = ep
 	}
 	st := openParent(t, s)
 	v := realVolume{id: id, context: ctx, secrets: with(s.secrets, volumeattr.SecretEndpoint, ""), store: objstore.WithPrefix(st, "data/")}

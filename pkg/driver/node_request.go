@@ -20,8 +20,8 @@ import (
 // Stage, the start-up reconcile and nothing else call it, so a volume
 // taken back after a restart gets the spec it was staged with.
 func mountSpec(a volumeattr.Attributes, readOnly bool, mountFlags []string, mountGroup string) (mountspec.Spec, error) {
-	s := a.MountSpec()
-	s.ReadOnly = s.ReadOnly || readOnly
+	s := a.Spec
+	s.ReadOnly = s.Flags().ReadOnly || readOnly
 	s, err := s.WithOptions(mountFlags)
 	if err != nil {
 		return mountspec.Spec{}, fmt.Errorf("%w: volume capability mount flags (the PV's spec.mountOptions): %w", ErrInvalidRequest, err)

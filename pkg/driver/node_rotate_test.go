@@ -16,6 +16,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 )
@@ -50,9 +51,9 @@ func newOwnedVolume(t *testing.T, extra ...string) ownedVolume {
 		}
 	}
 	v.context = with(map[string]string{
-		volumeattr.KeyBackend: "s3", volumeattr.KeyBucket: cfg.Bucket, volumeattr.KeyPrefix: "vol",
-		volumeattr.KeyEndpoint: srv.Endpoint, volumeattr.KeyRegion: srv.Region, volumeattr.KeyPathStyle: "true",
-		volumeattr.KeyMetadataTTL: "-1",
+		mountspec.KeyBackend: "s3", mountspec.KeyBucket: cfg.Bucket, mountspec.KeyPrefix: "vol",
+		mountspec.KeyEndpoint: srv.Endpoint, mountspec.KeyRegion: srv.Region, mountspec.KeyPathStyle: "true",
+		mountspec.KeyMetadataTTL: "-1",
 	}, extra...)
 	return v
 }

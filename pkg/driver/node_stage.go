@@ -45,9 +45,6 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := attrs.CheckMountable(); err != nil {
 		return err
 	}
-	if err := attrs.Secrets.CheckBackend(attrs.Backend); err != nil {
-		return err
-	}
 	if err := checkCapability(vc, attrs.ReadOnly); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}

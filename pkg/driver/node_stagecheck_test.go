@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // TestStageRefusesAnUnusableBucket: the FUSE process checks the bucket
@@ -25,9 +26,9 @@ func TestStageRefusesAnUnusableBucket(t *testing.T) {
 		code    codes.Code
 		message string
 	}{
-		{"missing bucket", s3, func(ctx, _ map[string]string) { ctx[volumeattr.KeyBucket] = uniqueName("gone-") }, codes.NotFound, "does not exist"},
+		{"missing bucket", s3, func(ctx, _ map[string]string) { ctx[mountspec.KeyBucket] = uniqueName("gone-") }, codes.NotFound, "does not exist"},
 		{"denied key", s3, func(_, sec map[string]string) { sec[volumeattr.SecretSecretAccessKey] = "not-the-secret-key" }, codes.PermissionDenied, "refused the credentials"},
-		{"missing gs bucket", gcs, func(ctx, _ map[string]string) { ctx[volumeattr.KeyBucket] = uniqueName("gone-") }, codes.NotFound, "does not exist"},
+		{"missing gs bucket", gcs, func(ctx, _ map[string]string) { ctx[mountspec.KeyBucket] = uniqueName("gone-") }, codes.NotFound, "does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newRealVolume(t, tc.s, tc.s.name+"/"+uniqueName("vol-"))

@@ -10,7 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
-	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/supervisor"
 	"github.com/basin-csi/basin/pkg/supervisor/supervisortest"
 )
@@ -43,7 +43,7 @@ func newFakeNode(t *testing.T, cfg NodeConfig) *Node {
 }
 
 func fakeContext(t *testing.T) map[string]string {
-	return map[string]string{volumeattr.KeyBackend: "file", volumeattr.KeyBucket: t.TempDir()}
+	return map[string]string{mountspec.KeyBackend: "file", mountspec.KeyBucket: t.TempDir()}
 }
 
 func TestNodeRequestValidation(t *testing.T) {
@@ -78,21 +78,21 @@ func TestNodeRequestValidation(t *testing.T) {
 		}, codes.InvalidArgument},
 		{"stage: writer mode on a readOnly volume", func() error {
 			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: vc,
-				VolumeContext: with(good, volumeattr.KeyReadOnly, "true")})
+				VolumeContext: with(good, mountspec.KeyReadOnly, "true")})
 			return err
 		}, codes.InvalidArgument},
 		{"stage: kernel opens on a writable volume", func() error {
 			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: dir, VolumeCapability: vc,
-				VolumeContext: with(good, volumeattr.KeyOpenMode, "kernel")})
-			if err != nil && !strings.Contains(err.Error(), volumeattr.KeyOpenMode) {
-				return fmt.Errorf("error %q does not name %s", err, volumeattr.KeyOpenMode)
+				VolumeContext: with(good, mountspec.KeyOpenMode, "kernel")})
+			if err != nil && !strings.Contains(err.Error(), mountspec.KeyOpenMode) {
+				return fmt.Errorf("error %q does not name %s", err, mountspec.KeyOpenMode)
 			}
 			return err
 		}, codes.InvalidArgument},
 		{"stage: kernel opens of a reader mode", func() error {
 			ro := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)
 			_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v-ro", StagingTargetPath: t.TempDir(), VolumeCapability: ro,
-				VolumeContext: with(good, volumeattr.KeyOpenMode, "kernel")})
+				VolumeContext: with(good, mountspec.KeyOpenMode, "kernel")})
 			return err
 		}, codes.OK},
 		{"publish: not staged", func() error {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 func (c *Controller) createVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.Volume, error) {
@@ -73,7 +74,7 @@ func planVolume(name string, a volumeattr.Attributes) (volumeID, volumeattr.Attr
 		if a.Bucket != "" || a.Prefix != "" {
 			return volumeID{}, a, fmt.Errorf("%w: %s=%s names the bucket after the volume: remove %s and %s from the StorageClass, or use %s=%s",
 				volumeattr.ErrInvalid, volumeattr.KeyProvisioning, volumeattr.ProvisionBucket,
-				volumeattr.KeyBucket, volumeattr.KeyPrefix, volumeattr.KeyProvisioning, volumeattr.ProvisionPrefix)
+				mountspec.KeyBucket, mountspec.KeyPrefix, volumeattr.KeyProvisioning, volumeattr.ProvisionPrefix)
 		}
 		a.Bucket = bucketName(name)
 	case volumeattr.ProvisionPrefix:

@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
@@ -57,9 +58,9 @@ func TestSanity(t *testing.T) {
 	cfg.StagingPath = filepath.Join(dir, "staging")
 	cfg.SecretsFile = secretsFile
 	cfg.TestVolumeSize = 1 << 30
-	cfg.TestVolumeParameters = with(s.params, volumeattr.KeyBucket, s.parent, volumeattr.KeyPrefix, "sanity")
+	cfg.TestVolumeParameters = with(s.params, mountspec.KeyBucket, s.parent, mountspec.KeyPrefix, "sanity")
 	cfg.IDGen = sanityIDs{base: volumeID{Backend: "s3", Provisioning: volumeattr.ProvisionPrefix, Reclaim: volumeattr.ReclaimDelete,
-		PathStyle: true, Region: s.params[volumeattr.KeyRegion], EndpointFP: endpointFingerprint(s.secrets[volumeattr.SecretEndpoint]), Bucket: s.parent}}
+		PathStyle: true, Region: s.params[mountspec.KeyRegion], EndpointFP: endpointFingerprint(s.secrets[volumeattr.SecretEndpoint]), Bucket: s.parent}}
 
 	sc := sanity.GinkgoTest(&cfg)
 	gomega.RegisterFailHandler(ginkgo.Fail)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -105,7 +106,7 @@ func parseVolumeID(s string) (volumeID, error) {
 			return bad("prefix in bucket mode")
 		}
 	case volumeattr.ProvisionPrefix:
-		if p, err := volumeattr.CleanPrefix(v.Prefix); err != nil || p == "" || p != v.Prefix {
+		if p, err := mountspec.CleanPrefix(v.Prefix); err != nil || p == "" || p != v.Prefix {
 			return bad("bad prefix")
 		}
 	}

@@ -8,11 +8,13 @@ import (
 
 	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 )
 
-// Config is the file system's behaviour. Durations follow the volume
-// attribute conventions: 0 means "do not cache", a negative value means
-// "forever".
+// Config is the file system's behaviour. The settings a mount spec holds
+// have its names and meanings (pkg/mountspec): zero means there what it
+// means in the spec, and the durations follow its conventions (0: do not
+// cache, negative: forever). Zero values of the others mean the defaults.
 type Config struct {
 	// VolumeID names the volume in logs.
 	VolumeID string
@@ -26,11 +28,11 @@ type Config struct {
 	// MetadataTTL is the kernel's entry and attribute timeout; it should
 	// equal the cache's MetadataTTL.
 	MetadataTTL time.Duration
-	// NegativeTTL is the kernel's timeout for "no such file"; it should
-	// equal the cache's NegativeTTL.
-	NegativeTTL time.Duration
-	// ReadAhead caps the prefetch window of a sequential reader. Zero
-	// means DefaultReadAhead; a negative value disables prefetching.
+	// NegativeMetadataTTL is the kernel's timeout for "no such file"; it
+	// should equal the cache's NegativeMetadataTTL.
+	NegativeMetadataTTL time.Duration
+	// ReadAhead caps the prefetch window of a sequential reader; 0 turns
+	// prefetching off. A mount's is DefaultReadAhead unless its spec says.
 	ReadAhead int64
 	// OpTimeout bounds every request to the bucket made on behalf of one
 	// file system operation (and the wait for data of one read). Zero
@@ -40,25 +42,17 @@ type Config struct {
 	// kernel supports FUSE passthrough (for comparisons and debugging).
 	DisablePassthrough bool
 	// StreamPartSize and StreamParts shape the upload of a file written
-	// sequentially while it is written (upstream.go): the part size and
+	// sequentially while it is written (streamupload.go): the part size and
 	// the parts in flight. Zero means DefaultStreamPartSize and
 	// DefaultStreamParts; StreamParts < 0 turns streaming off (every file
 	// is uploaded at close).
 	StreamPartSize int64
 	StreamParts    int
-	// OpenMode is who opens regular files; "" means OpenServer.
-	// OpenKernel needs ReadOnly (inoderead.go).
-	OpenMode OpenMode
+	// OpenMode is who opens regular files; "" means
+	// mountdefaults.OpenServer. mountdefaults.OpenKernel needs ReadOnly
+	// (inoderead.go).
+	OpenMode mountdefaults.OpenMode
 }
-
-// OpenMode says who opens regular files (internal/mountdefaults).
-type OpenMode = mountdefaults.OpenMode
-
-// The open modes.
-const (
-	OpenServer = mountdefaults.OpenServer
-	OpenKernel = mountdefaults.OpenKernel
-)
 
 // Defaults for Config's zero values: a mount's (internal/mountdefaults is
 // the one place they are written).
@@ -94,9 +88,6 @@ func (c Config) withDefaults() Config {
 	if c.DirMode == 0 {
 		c.DirMode = DefaultDirMode
 	}
-	if c.ReadAhead == 0 {
-		c.ReadAhead = DefaultReadAhead
-	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
 	}
@@ -107,7 +98,7 @@ func (c Config) withDefaults() Config {
 		c.StreamParts = DefaultStreamParts
 	}
 	if c.OpenMode == "" {
-		c.OpenMode = OpenServer
+		c.OpenMode = mountdefaults.OpenServer
 	}
 	return c
 }
@@ -121,6 +112,9 @@ func (c Config) Validate() error {
 	if c.DirMode&^os.ModePerm != 0 {
 		errs = append(errs, fmt.Errorf("dir mode %#o has bits outside 0777", uint32(c.DirMode)))
 	}
+	if c.ReadAhead < 0 {
+		errs = append(errs, fmt.Errorf("read-ahead %d is negative (0 turns prefetching off)", c.ReadAhead))
+	}
 	if c.OpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("op timeout %v is negative", c.OpTimeout))
 	}
@@ -130,7 +124,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.OpenMode != "" && !c.OpenMode.Valid():
 		errs = append(errs, fmt.Errorf("open mode %q: want one of %v", c.OpenMode, mountdefaults.OpenModes()))
-	case c.OpenMode == OpenKernel && !c.ReadOnly:
+	case c.OpenMode == mountdefaults.OpenKernel && !c.ReadOnly:
 		errs = append(errs, fmt.Errorf("open mode %q needs a read-only mount", c.OpenMode))
 	}
 	if len(errs) > 0 {
@@ -163,18 +157,6 @@ type MountOptions struct {
 	// the flags and these are ignored.
 	NoExec, NoAtime bool
 	// Session makes an fd-mode mount resumable by a successor process
-	// (see resume.go); zero for plain mounts.
-	Session SessionOptions
-}
-
-// SessionOptions tie an fd-mode mount to its kernel connection.
-type SessionOptions struct {
-	// File is where the connection's first server records its INIT
-	// negotiation and where a successor reads it ("" = not resumable).
-	File string
-	// ID names the connection; a record with another ID is never used.
-	ID string
-	// Resume takes over a connection whose first server is gone instead
-	// of answering a new INIT.
-	Resume bool
+	// (pkg/fuse/takeover); zero for plain mounts.
+	Session takeover.Options
 }

@@ -15,14 +15,16 @@
 // Inode numbers come from the cache's persistent inode table
 // (cache.InodeOf), so a path keeps its number across remounts and restarts.
 // They are also the kernel's node IDs, which lets a new process take over
-// a live connection (--resume): resume.go starts go-fuse on an initialised
-// connection, session.go maps the dead process's handles and lookup counts,
-// revive.go rebuilds nodes from their numbers.
+// a live connection (--resume): the takeover layer (pkg/fuse/takeover)
+// wraps go-fuse's node bridge, starts go-fuse on the initialised
+// connection and maps the dead process's handles and lookup counts;
+// revive.go rebuilds nodes from their numbers, takeover.go is the file
+// system's side of the layer (its hooks).
 //
 // # Metadata caching
 //
 // Entry and attribute timeouts given to the kernel equal the cache's
-// MetadataTTL, the negative-entry timeout equals its NegativeTTL; a negative
+// MetadataTTL, the negative-entry timeout equals its NegativeMetadataTTL; a negative
 // TTL means "forever" and becomes a timeout of a year. A change made in the
 // bucket by someone else becomes visible once the TTL has passed.
 // Directory reads use READDIRPLUS: one listing (cache.List) answers both the
@@ -74,10 +76,15 @@
 // The bucket changes only when a whole version is uploaded: O_TRUNC,
 // ftruncate and rewrites change the staged file, never the object, until
 // close or fsync. A process that takes the connection over adopts the
-// staged files of the files its predecessor had open (writes.go), so their
+// staged files of the files its predecessor had open (stagedwrites.go), so their
 // writers go on as if nothing happened.
 //
 //   - New files (O_CREAT) start empty; an empty file is uploaded too.
+//   - O_CREAT|O_EXCL is exclusive across every mount of the bucket: the
+//     name is claimed in the bucket at once with the store's conditional
+//     create (exclusive.go), so of two creators on any nodes exactly one
+//     succeeds and the other's open fails with EEXIST; the claim is the
+//     file's first, empty version, replaced by the upload at close.
 //   - Opening an existing object with O_TRUNC starts from an empty file.
 //   - Writing into an existing object without O_TRUNC (including O_APPEND
 //     and truncate(2) to a non-zero size) first copies the object down into
@@ -96,16 +103,23 @@
 //     and not isolated; on failure part of the tree may exist under both
 //     names. RENAME_EXCHANGE is not supported (EINVAL). Directories with
 //     files open for writing cannot be renamed (EBUSY).
+//   - Incomplete multipart uploads a killed process left are aborted by
+//     its successor, and old ones by a periodic sweep (orphans.go).
 //   - chmod, chown and utimes succeed but change nothing: modes, owners and
 //     times come from the mount configuration and the bucket.
 //   - Hard links, symlinks, special files and extended attributes are not
-//     supported.
+//     supported; link and mknod of a FIFO, socket or device fail with EPERM
+//     (errno.go lists each unsupported operation's errno), mknod of a
+//     regular file creates an empty one.
+//   - A name the mount removed (unlink, rmdir, a tree, a rename's source)
+//     is gone from its own lookups at once (cache.Removed), not after the
+//     metadata TTL.
 //
 // # Errors
 //
 // toErrno is the one place that turns errors into errno values: objstore
 // sentinels by errors.Is (not found → ENOENT, access denied → EACCES,
-// changed object → ESTALE, invalid key → EINVAL, throttled / unavailable /
+// lost exclusive create → EEXIST, changed object → ESTALE, invalid key → EINVAL, throttled / unavailable /
 // timeout → EIO). Every operation that talks to the bucket runs under
 // Config.OpTimeout, so an unreachable bucket yields EIO, never a hung
 // system call.

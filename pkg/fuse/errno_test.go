@@ -27,6 +27,7 @@ func TestToErrno(t *testing.T) {
 		{wrap(objstore.ErrNotFound), syscall.ENOENT},
 		{wrap(objstore.ErrAccessDenied), syscall.EACCES},
 		{wrap(objstore.ErrPreconditionFailed), syscall.ESTALE},
+		{wrap(objstore.ErrExists), syscall.EEXIST},
 		{wrap(objstore.ErrInvalidKey), syscall.EINVAL},
 		{wrap(objstore.ErrInvalidRange), syscall.EINVAL},
 		{wrap(objstore.ErrThrottled), syscall.EIO},
@@ -139,7 +140,7 @@ func TestBucketGoesAwayMidRead(t *testing.T) {
 			store := newMinIOStore(t, srv)
 			data := randomBytes(64<<20, 9)
 			put(t, store, "big", data)
-			m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{OpTimeout: opTimeout, ReadAhead: -1}})
+			m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{OpTimeout: opTimeout}})
 			f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "big")) })
 			defer func() { _ = f.Close() }()
 			buf := make([]byte, 1<<20)

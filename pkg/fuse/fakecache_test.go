@@ -133,6 +133,16 @@ func (c *fakeCache) Wrote(info objstore.ObjectInfo) { c.Invalidate(info.Key) }
 
 func (c *fakeCache) MadeDir(key string) { c.Invalidate(key) }
 
+// Removed forgets key, and for a directory its listing.
+func (c *fakeCache) Removed(key string, dir bool) {
+	c.Invalidate(key)
+	if dir {
+		c.mu.Lock()
+		delete(c.listing, key+"/")
+		c.mu.Unlock()
+	}
+}
+
 func (c *fakeCache) InodeOf(p string) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

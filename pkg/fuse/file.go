@@ -12,6 +12,7 @@ import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -30,6 +31,7 @@ type fileNode struct {
 	ptOpens     int                 // handles served by FUSE passthrough
 	ptPath      string              // backing file of the passthrough opens
 	w           *writeState         // non-nil while written or read through a staged copy
+	finishing   *writeState         // the write state its last release is finishing (install into the cache)
 	// INVARIANT: userOpens == 0 || ptOpens == 0 (the kernel refuses to mix).
 }
 
@@ -63,7 +65,7 @@ func (n *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if f, ok := fh.(fs.FileFlusher); ok {
 		return f.Flush(ctx)
 	}
-	if fh == nil && n.fsys.cfg.OpenMode == OpenKernel {
+	if fh == nil && n.fsys.cfg.OpenMode == mountdefaults.OpenKernel {
 		n.fsys.counters.readFlushes.Add(1)
 		return syscall.ENOSYS
 	}
@@ -89,7 +91,7 @@ func (n *fileNode) setInfo(info objstore.ObjectInfo) {
 		n.info = info
 	}
 	n.mu.Unlock()
-	if n.fsys.cfg.OpenMode == OpenKernel && old.Key != "" && !sameVersion(old, info) {
+	if n.fsys.cfg.OpenMode == mountdefaults.OpenKernel && old.Key != "" && !sameVersion(old, info) {
 		n.fsys.inodeReads.forget(n)
 		_ = n.NotifyContent(0, 0) // ENOENT if the kernel does not know the inode
 	}
@@ -246,7 +248,7 @@ func (n *fileNode) acquireReadLocked() *writeState {
 }
 
 // adoptLocked makes the staged file a dead predecessor left for this
-// inode its write state (writes.go). It reports whether there was one;
+// inode its write state (stagedwrites.go). It reports whether there was one;
 // n.w stays nil if it could not be opened, which fails the open rather
 // than serve the bucket's older content. The caller holds n.mu.
 func (n *fileNode) adoptLocked() bool {
@@ -277,10 +279,28 @@ func (n *fileNode) releaseWrite(w *writeState, reader bool) {
 	if last && n.w == w {
 		n.w = nil
 	}
-	n.mu.Unlock()
 	if last {
-		w.finish()
+		n.finishing = w
 	}
+	n.mu.Unlock()
+	if !last {
+		return
+	}
+	w.finish()
+	n.mu.Lock()
+	if n.finishing == w {
+		n.finishing = nil
+	}
+	n.mu.Unlock()
+}
+
+// writeStates are the node's write state and the one its last release is
+// finishing, if any: an unlink or rename must stop the latter from
+// installing the old name's attributes after the change.
+func (n *fileNode) writeStates() (w, finishing *writeState) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.w, n.finishing
 }
 
 // Open pins the object for reading, or joins/creates the write state.
@@ -296,7 +316,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		}
 		return n.openWrite(ctx, flags)
 	}
-	if n.fsys.cfg.OpenMode == OpenKernel {
+	if n.fsys.cfg.OpenMode == mountdefaults.OpenKernel {
 		return nil, 0, syscall.ENOSYS
 	}
 	for attempt := 0; ; attempt++ {

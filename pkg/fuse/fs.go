@@ -40,12 +40,15 @@ type FS struct {
 	ptOK   bool // written once inside ptOnce
 	// pinned reports inodes whose opens must not choose passthrough: they
 	// keep the I/O mode of a dead predecessor's open files, or a file of
-	// theirs in another mode is being released (session.go); set by Mount
-	// before the first request, nil when not mounted.
+	// theirs in another mode is being released (takeover.Session.Pinned);
+	// set by Mount before the first request, nil when not mounted.
 	pinned func(ino uint64) bool
 	// resent holds the requests resent after a takeover that the file
 	// system is answering (resentKey; resent.go).
 	resent sync.Map
+	// claims are the exclusive creates a dead predecessor left unanswered
+	// (claims.go); read by Mount before serving.
+	claims inheritedClaims
 
 	counters counters
 }

@@ -44,7 +44,10 @@ const (
 type mountSpec struct {
 	cfg   Config
 	cache cacheKind
-	// prefetchBudget is the real cache's PrefetchBudget (0: its default).
+	// noPrefetch turns the real cache's directory prefetch off (it is on,
+	// as in a mount); prefetchBudget is its PrefetchBudget (0: the
+	// default).
+	noPrefetch     bool
 	prefetchBudget int64
 	// now is the real cache's clock (nil: time.Now).
 	now func() time.Time
@@ -62,12 +65,12 @@ func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend
 	dir := t.TempDir()
 	switch spec.cache {
 	case fakeLocal, fakeNoLocal:
-		return newFakeCache(store, dir, spec.cfg.MetadataTTL, spec.cfg.NegativeTTL, spec.cache == fakeNoLocal)
+		return newFakeCache(store, dir, spec.cfg.MetadataTTL, spec.cfg.NegativeMetadataTTL, spec.cache == fakeNoLocal)
 	default:
 		c, err := cache.Open(t.Context(), dir, store, cache.Options{
 			VolumeID: t.Name(), Origin: "test://" + t.Name(), Capacity: 8 << 30,
-			MetadataTTL: spec.cfg.MetadataTTL, NegativeTTL: spec.cfg.NegativeTTL, BlockSize: 1 << 20,
-			PrefetchBudget: spec.prefetchBudget, Now: spec.now,
+			MetadataTTL: spec.cfg.MetadataTTL, NegativeMetadataTTL: spec.cfg.NegativeMetadataTTL, BlockSize: 1 << 20,
+			Prefetch: !spec.noPrefetch, PrefetchBudget: spec.prefetchBudget, Now: spec.now,
 		})
 		if err != nil {
 			t.Fatalf("cache.Open: %v", err)

@@ -68,7 +68,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	}
 	fdMode := IsFD(mountpoint)
 	entry := kernelTimeout(f.cfg.MetadataTTL)
-	negative := kernelTimeout(f.cfg.NegativeTTL)
+	negative := kernelTimeout(f.cfg.NegativeMetadataTTL)
 	name := opts.FsName
 	if name == "" {
 		name = "basin"
@@ -86,7 +86,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		Debug:                opts.Debug,
 		// DIRECT_IO_ALLOW_MMAP: mmap keeps working on direct I/O opens.
 		// The capabilities are part of the INIT reply a successor must
-		// reproduce byte for byte (resume.go): changing them makes
+		// reproduce byte for byte (pkg/fuse/takeover): changing them makes
 		// takeovers from earlier releases fall back to a remount.
 		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC | gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 	}
@@ -114,6 +114,10 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		// successor process can serve them (revive.go).
 		ExternalNodeID: true,
 	}
+	// Before the staged writes are scanned, and before any writer of
+	// this process exists (orphans.go).
+	f.abortPredecessorUploads(ctx, f.predecessorKeys())
+	f.claims.keys = readClaimNotes(f.writes.dir)
 	server, err := f.newServer(fs.NewNodeFS(f.root, fo), mountpoint, fdMode, &fo.MountOptions, opts.Session)
 	if err != nil && fo.DirectMountStrict {
 		return nil, fmt.Errorf("mount %s with noatime (needs mount(2): root or CAP_SYS_ADMIN; fusermount cannot set it): %w", mountpoint, err)
@@ -130,6 +134,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		f.inodeReads.closeAll() // no RELEASE comes for them
 		close(m.done)
 	}()
+	go f.sweepUploads(m.done)
 	waited := make(chan error, 1)
 	go func() { waited <- server.WaitMount() }()
 	select {
@@ -156,7 +161,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		setReadAhead(ctx, mountpoint, f.cfg.VolumeID)
 	}
 	klog.InfoS("mounted", "volume", f.cfg.VolumeID, "mountpoint", mountpoint, "readOnly", f.cfg.ReadOnly,
-		"metadataTTL", f.cfg.MetadataTTL, "negativeTTL", f.cfg.NegativeTTL)
+		"metadataTTL", f.cfg.MetadataTTL, "negativeTTL", f.cfg.NegativeMetadataTTL)
 	return m, nil
 }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -20,26 +22,32 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 		return nil, nil, 0, errno
 	}
 	// CREATE follows a negative lookup, which may be stale (kernel and
-	// cache trust "missing" for NegativeTTL). Without O_TRUNC or O_EXCL an
-	// existing object's content must survive (copy-down on the first
-	// write, as for an open): ask the bucket itself. With O_EXCL (cp, tar,
-	// mkstemp) the mount's own knowledge answers within the TTLs' promise —
-	// a fresh listing, a negative entry, a directory it made — so a new
-	// file costs its upload only; an object another writer created
-	// meanwhile is replaced (last upload wins), and O_EXCL is exclusive
-	// against what this mount knows, not a lock across nodes.
-	var existing *objstore.ObjectInfo
-	if flags&(syscall.O_EXCL|syscall.O_TRUNC) != syscall.O_TRUNC {
-		stat := f.store.Stat
-		if flags&syscall.O_EXCL != 0 {
-			stat = f.cache.Stat
+	// cache trust "missing" for NegativeMetadataTTL). With O_EXCL the bucket
+	// decides: the name is claimed there at once (exclusive.go), and a
+	// name another writer has fails with EEXIST. Without O_TRUNC or
+	// O_EXCL an existing object's content must survive (copy-down on the
+	// first write, as for an open): ask the bucket itself.
+	var existing, claimed *objstore.ObjectInfo
+	switch {
+	case flags&syscall.O_EXCL != 0:
+		defer f.noteClaim(key)() // for a successor, should this process die (claims.go)
+		info, err := f.claim(ctx, key)
+		if errors.Is(err, objstore.ErrExists) {
+			if mine, ok := f.predecessorsClaim(ctx, key); ok {
+				info, err = mine, nil
+			} else {
+				d.lostClaim(key, name)
+			}
 		}
+		if err != nil {
+			return nil, nil, 0, f.errno("create", key, err)
+		}
+		claimed = &info
+	case flags&syscall.O_TRUNC == 0:
 		sctx, cancel := f.opContext(ctx)
-		info, err := stat(sctx, key)
+		info, err := f.store.Stat(sctx, key)
 		cancel()
 		switch {
-		case err == nil && flags&syscall.O_EXCL != 0:
-			return nil, nil, 0, syscall.EEXIST
 		case err == nil:
 			existing = &info
 			f.cache.Invalidate(key)
@@ -49,17 +57,27 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	}
 	ino, err := f.cache.InodeOf(key)
 	if err != nil {
+		f.unclaim(ctx, claimed)
 		return nil, nil, 0, f.errno("create", key, err)
 	}
 	var w *writeState
-	if existing != nil {
+	switch {
+	case existing != nil:
 		w = newWriteState(nil, ino, *existing)
-	} else if w, err = newCreatedState(f, ino); err != nil {
+	case claimed != nil:
+		w, err = newClaimedState(f, ino, *claimed)
+	default:
+		w, err = newCreatedState(f, ino)
+	}
+	if err != nil {
+		f.unclaim(ctx, claimed)
 		return nil, nil, 0, f.errno("create", key, err)
 	}
 	fn := &fileNode{fsys: f, w: w, userOpens: 1}
 	if existing != nil {
 		fn.info = *existing
+	} else if claimed != nil {
+		fn.info = *claimed
 	}
 	w.node = fn
 	w.refs = 1
@@ -91,7 +109,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.
 // Rmdir deletes the marker of an empty directory; a resent rmdir the
 // predecessor carried out succeeds (resent.go).
 func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return d.fsys.carriedOut(resentRmdir, name, d.rmdir(ctx, name), nil)
+	return d.fsys.carriedOut(takeover.OpRmdir, name, d.rmdir(ctx, name), nil)
 }
 
 func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
@@ -100,7 +118,7 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
+	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
 		return syscall.ENOTEMPTY
 	}
 	ctx, cancel := f.opContext(ctx)
@@ -120,9 +138,28 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	if err := f.store.Delete(ctx, key+"/"); err != nil {
 		return f.errno("rmdir", key, err)
 	}
-	f.cache.Invalidate(key)
+	f.cache.Removed(key, true) // gone for this mount's lookups at once
 	d.forgetListing()
 	return 0
+}
+
+// releaseWait bounds how long rmdir and a directory rename wait for the
+// kernel's RELEASE of files closed just before: close(2) returns before
+// the asynchronous RELEASE reaches the file system, so "write, close,
+// rename the directory" would otherwise fail now and then with EBUSY.
+const releaseWait = time.Second
+
+// stillWriting reports whether a file under n is being written, after
+// waiting up to releaseWait for the releases of files already closed.
+func stillWriting(ctx context.Context, n *fs.Inode) bool {
+	deadline := time.Now().Add(releaseWait)
+	for hasPendingWrites(n) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
 }
 
 // hasPendingWrites reports whether a file under n is being written.
@@ -142,7 +179,7 @@ func hasPendingWrites(n *fs.Inode) bool {
 // uploaded afterwards. A resent unlink the predecessor carried out
 // succeeds (resent.go).
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
-	return d.fsys.carriedOut(resentUnlink, name, d.unlink(ctx, name), nil)
+	return d.fsys.carriedOut(takeover.OpUnlink, name, d.unlink(ctx, name), nil)
 }
 
 func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
@@ -161,7 +198,7 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 	if err := f.store.Delete(ctx, key); err != nil {
 		return f.errno("unlink", key, err)
 	}
-	f.cache.Invalidate(key)
+	f.cache.Removed(key, false)
 	d.forgetListing()
 	return 0
 }
@@ -170,11 +207,15 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 // and open handles keep what they have.
 func (n *fileNode) unlinked() {
 	n.mu.Lock()
-	w := n.w
+	w, finishing := n.w, n.finishing
 	n.info.Key = ""
 	n.mu.Unlock()
-	if w != nil {
-		w.markUnlinked()
+	for _, w := range []*writeState{w, finishing} {
+		if w != nil {
+			// Waits for a finish under way: its install into the cache
+			// then comes before the removal is recorded.
+			w.markUnlinked()
+		}
 	}
 }
 

@@ -17,8 +17,8 @@ const prefetchFileSize = 64 << 10
 
 // prefetchBucket mounts a MinIO bucket holding train/00..29 (64 KiB
 // each), train/big.bin (2 MiB, above the prefetch threshold) and
-// other/x, with the given prefetch budget.
-func prefetchBucket(t *testing.T, budget int64) *testMount {
+// other/x, with directory prefetch on or off and the given budget.
+func prefetchBucket(t *testing.T, prefetch bool, budget int64) *testMount {
 	t.Helper()
 	store := newMinIOStore(t, nil)
 	for i := range 30 {
@@ -26,8 +26,8 @@ func prefetchBucket(t *testing.T, budget int64) *testMount {
 	}
 	put(t, store, "train/big.bin", randomBytes(2<<20, 99))
 	put(t, store, "other/x", randomBytes(prefetchFileSize, 100))
-	return mountStore(t, store, mountSpec{cache: realCache, prefetchBudget: budget,
-		cfg: Config{MetadataTTL: time.Minute, NegativeTTL: 5 * time.Second}})
+	return mountStore(t, store, mountSpec{cache: realCache, noPrefetch: !prefetch, prefetchBudget: budget,
+		cfg: Config{MetadataTTL: time.Minute, NegativeMetadataTTL: 5 * time.Second}})
 }
 
 func readTrain(t *testing.T, tm *testMount, i int) {
@@ -61,7 +61,7 @@ func waitStats(t *testing.T, tm *testMount, what string, ok func(cache.Stats) bo
 // — and the reader then finds every one of them cached: reading them
 // sends no request.
 func TestReadingADirectoryPrefetchesTheRest(t *testing.T) {
-	tm := prefetchBucket(t, 0)
+	tm := prefetchBucket(t, true, 0)
 	readTrain(t, tm, 7)
 	readTrain(t, tm, 21)
 	waitStats(t, tm, "prefetch of train/", func(s cache.Stats) bool { return s.PrefetchObjects >= 28 })
@@ -87,7 +87,7 @@ func TestReadingADirectoryPrefetchesTheRest(t *testing.T) {
 // TestPrefetchOffSwitch: with prefetch off, reading files of a listed
 // directory fetches those files only.
 func TestPrefetchOffSwitch(t *testing.T) {
-	tm := prefetchBucket(t, -1)
+	tm := prefetchBucket(t, false, 0)
 	before := tm.cache.Stats().BucketRequests
 	for _, i := range []int{3, 9, 27} {
 		readTrain(t, tm, i)
@@ -104,7 +104,7 @@ func TestPrefetchOffSwitch(t *testing.T) {
 // fetched and not opened reach the budget, and goes on as the reader opens
 // prefetched files.
 func TestPrefetchStopsAtTheUnreadBudget(t *testing.T) {
-	tm := prefetchBucket(t, 5*prefetchFileSize)
+	tm := prefetchBucket(t, true, 5*prefetchFileSize)
 	readTrain(t, tm, 0)
 	readTrain(t, tm, 1)
 	waitStats(t, tm, "prefetch up to the budget", func(s cache.Stats) bool { return s.PrefetchObjects >= 5 })

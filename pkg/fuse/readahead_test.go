@@ -127,7 +127,7 @@ func TestReadIssuesPrefetch(t *testing.T) {
 	store := objstoretest.NewFake()
 	put(t, store, "f", randomBytes(64<<20, 4))
 	c := newFakeCache(store, t.TempDir(), 0, 0, true)
-	fsys, err := newFS(Config{}, store, c)
+	fsys, err := newFS(Config{ReadAhead: DefaultReadAhead}, store, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
@@ -17,7 +18,7 @@ import (
 // cache directory: inode numbers are the same, and within the TTL the
 // second mount lists and reads without a request to the bucket.
 func TestRemountWarmCache(t *testing.T) {
-	for _, cfg := range []Config{{}, {ReadOnly: true, OpenMode: OpenKernel}} {
+	for _, cfg := range []Config{{}, {ReadOnly: true, OpenMode: mountdefaults.OpenKernel}} {
 		t.Run(string(cfg.withDefaults().OpenMode), func(t *testing.T) { testRemountWarmCache(t, cfg) })
 	}
 }
@@ -30,8 +31,8 @@ func testRemountWarmCache(t *testing.T, cfg Config) {
 	put(t, store, "sub/b.txt", []byte("b"))
 	put(t, store, "top", []byte("t"))
 	cacheDir := t.TempDir()
-	opts := cache.Options{VolumeID: "remount", Origin: "fake://remount", MetadataTTL: time.Hour, NegativeTTL: time.Hour}
-	cfg.MetadataTTL, cfg.NegativeTTL = time.Hour, time.Hour
+	opts := cache.Options{VolumeID: "remount", Origin: "fake://remount", MetadataTTL: time.Hour, NegativeMetadataTTL: time.Hour}
+	cfg.MetadataTTL, cfg.NegativeMetadataTTL = time.Hour, time.Hour
 
 	type observed struct {
 		inos  map[string]uint64

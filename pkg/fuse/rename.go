@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -18,7 +19,7 @@ import (
 // (resent.go).
 func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	errno := d.rename(ctx, name, newParent, newName, flags)
-	return d.fsys.carriedOut(resentRename, name, errno, func() bool {
+	return d.fsys.carriedOut(takeover.OpRename, name, errno, func() bool {
 		np, ok := newParent.(*dirNode)
 		if !ok {
 			return false
@@ -35,7 +36,7 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 		return syscall.EROFS
 	}
 	if flags&^uint32(unix.RENAME_NOREPLACE) != 0 {
-		return syscall.EINVAL // RENAME_EXCHANGE, RENAME_WHITEOUT
+		return errnoNoRenameFlag // RENAME_EXCHANGE, RENAME_WHITEOUT
 	}
 	np, ok := newParent.(*dirNode)
 	if !ok || !validName(newName) {
@@ -139,27 +140,43 @@ func (f *FS) moveInodes(src, dst string) {
 // renameFile uploads pending data, then copies and deletes the object.
 func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall.Errno {
 	f := d.fsys
-	var w *writeState
+	var w, finishing *writeState
+	var node *fileNode
 	if ch := d.GetChild(name); ch != nil {
 		if fn, ok := ch.Operations().(*fileNode); ok {
-			fn.mu.Lock()
-			w = fn.w
-			fn.mu.Unlock()
+			node = fn
+			w, finishing = fn.writeStates()
 		}
 	}
-	if w != nil {
+	for _, w := range []*writeState{w, finishing} {
+		if w == nil {
+			continue
+		}
 		if err := w.upload(ctx); err != nil {
 			return f.errno("rename", src, err)
 		}
 	}
-	if _, err := f.store.Copy(ctx, src, dst); err != nil {
+	if finishing != nil {
+		// Its install into the cache under the old name must not follow
+		// the rename (it comes before, or not at all).
+		finishing.markUnlinked()
+	}
+	info, err := f.store.Copy(ctx, src, dst)
+	if err != nil {
 		return f.errno("rename", src, err)
 	}
 	if err := f.store.Delete(ctx, src); err != nil {
 		return f.errno("rename", src, err)
 	}
-	f.cache.Invalidate(src)
-	f.cache.Invalidate(dst)
+	f.cache.Removed(src, false)
+	if info.Key != dst {
+		f.cache.Invalidate(dst)
+		return 0
+	}
+	f.cache.Wrote(info)
+	if node != nil {
+		node.movedTo(info)
+	}
 	return 0
 }
 
@@ -167,7 +184,7 @@ func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall
 // Each request gets the op timeout; the whole walk is not bounded.
 func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExists bool) syscall.Errno {
 	f := d.fsys
-	if ch := d.GetChild(name); ch != nil && hasPendingWrites(ch) {
+	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
 		return syscall.EBUSY
 	}
 	if dstExists {
@@ -193,13 +210,16 @@ func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExist
 	if err != nil {
 		return f.errno("rename", src, err)
 	}
+	copied := make(map[string]objstore.ObjectInfo, len(keys)) // by path below the directory
 	for _, k := range keys {
+		rel := strings.TrimPrefix(k, src+"/")
 		rctx, cancel := f.opContext(walkCtx)
-		_, err := f.store.Copy(rctx, k, dst+"/"+strings.TrimPrefix(k, src+"/"))
+		info, err := f.store.Copy(rctx, k, dst+"/"+rel)
 		cancel()
 		if err != nil {
 			return f.errno("rename", k, err)
 		}
+		copied[rel] = info
 	}
 	for _, k := range keys {
 		rctx, cancel := f.opContext(walkCtx)
@@ -211,7 +231,36 @@ func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExist
 		f.cache.Invalidate(k)
 		f.cache.Invalidate(dst + "/" + strings.TrimPrefix(k, src+"/"))
 	}
-	f.cache.Invalidate(src)
+	f.cache.Removed(src, true)
 	f.cache.Invalidate(dst)
+	if ch := d.GetChild(name); ch != nil {
+		movedVersions(ch, "", copied)
+	}
 	return 0
+}
+
+// movedVersions gives the file nodes below n, a directory moved by a
+// rename, the versions of their copies (infos, by path below n): the
+// nodes move with the names, and their next open pins the copy, not the
+// source version they knew.
+func movedVersions(n *fs.Inode, rel string, infos map[string]objstore.ObjectInfo) {
+	for name, ch := range n.Children() {
+		p := childKey(rel, name)
+		if fn, ok := ch.Operations().(*fileNode); ok {
+			if info, ok := infos[p]; ok {
+				fn.movedTo(info)
+			}
+			continue
+		}
+		movedVersions(ch, p, infos)
+	}
+}
+
+// movedTo makes the copy info a renamed file's object.
+func (n *fileNode) movedTo(info objstore.ObjectInfo) {
+	n.mu.Lock()
+	if n.info.Key != "" {
+		n.info = info
+	}
+	n.mu.Unlock()
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Reviving nodes by number. A process that takes over a live kernel
-// connection (see session.go) receives requests for node IDs its
+// connection (see pkg/fuse/takeover) receives requests for node IDs its
 // predecessor handed out. Node IDs are the inode numbers of the cache's
 // persistent table, so the path is PathOf(id); the node is rebuilt from
 // the bucket's (cached) attributes without a parent in go-fuse's tree, and
@@ -41,7 +41,7 @@ func (d *dirNode) LookupNode(ctx context.Context, id uint64, out *gofuse.EntryOu
 	}
 	if size, staged := f.writes.size(id); staged {
 		// Created by the predecessor and not uploaded yet: its writer
-		// goes on with the staged file (writes.go).
+		// goes on with the staged file (stagedwrites.go).
 		fn := &fileNode{fsys: f, revived: key}
 		f.fillFileAttr(&out.Attr, size, time.Now())
 		return d.NewInode(ctx, fn, fs.StableAttr{Mode: syscall.S_IFREG, Ino: id}), 0

@@ -20,11 +20,14 @@ type Stats struct {
 	// Uploads and UploadBytes count objects written to the bucket.
 	Uploads, UploadBytes int64
 	// StreamedUploads counts files whose upload started while they were
-	// written (upstream.go), StreamedBytes the bytes uploaded before
+	// written (streamupload.go), StreamedBytes the bytes uploaded before
 	// their close or fsync, and StreamFallbacks the streams given up, by
 	// reason (then the file is uploaded whole at close).
 	StreamedUploads, StreamedBytes int64
 	StreamFallbacks                map[string]int64
+	// AbortedUploads counts incomplete multipart uploads a dead process
+	// left in the volume, aborted by this one (orphans.go).
+	AbortedUploads int64
 }
 
 // counters is the mutable form of Stats.
@@ -37,6 +40,8 @@ type counters struct {
 
 	streams, streamedBytes atomic.Int64
 	fallbacks              [numFallbacks]atomic.Int64
+
+	abortedUploads atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -52,6 +57,7 @@ func (f *FS) Stats() Stats {
 		StreamedUploads:  f.counters.streams.Load(),
 		StreamedBytes:    f.counters.streamedBytes.Load(),
 		StreamFallbacks:  f.counters.fallbackCounts(),
+		AbortedUploads:   f.counters.abortedUploads.Load(),
 	}
 }
 

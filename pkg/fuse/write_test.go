@@ -201,11 +201,12 @@ func TestWrite(t *testing.T) {
 
 // TestCreateOverStaleNegativeEntry: O_CREAT without O_TRUNC on an object
 // the kernel believed missing keeps its content (the bucket is asked);
-// O_EXCL trusts the mount's knowledge within the negative TTL: it
-// succeeds, and the upload replaces the object (last upload wins).
+// O_EXCL asks the bucket too (a conditional create): it fails with EEXIST,
+// leaves the object alone, and the name is found at once afterwards
+// (the stale negative entries are dropped).
 func TestCreateOverStaleNegativeEntry(t *testing.T) {
 	store, _ := newFileStore(t)
-	m := mountStore(t, store, mountSpec{cfg: Config{NegativeTTL: time.Hour}})
+	m := mountStore(t, store, mountSpec{cfg: Config{NegativeMetadataTTL: time.Hour}})
 	for _, name := range []string{"x", "y"} {
 		if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, name)) }); errnoOf(err) != syscall.ENOENT {
 			t.Fatalf("stat %s: %v", name, err)
@@ -221,16 +222,24 @@ func TestCreateOverStaleNegativeEntry(t *testing.T) {
 		return f.Write([]byte("ab"))
 	})
 	wantObject(t, store, "x", []byte("ab23456789"))
-	f, err := within(t, "create excl", func() (*os.File, error) {
+	_, err := within(t, "create excl", func() (*os.File, error) {
 		return os.OpenFile(path(m, "y"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	})
-	if err != nil {
-		t.Fatalf("O_EXCL over an object the mount knows missing: %v", err)
+	if errnoOf(err) != syscall.EEXIST {
+		t.Fatalf("O_EXCL over an object the mount believed missing: %v, want EEXIST", err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	wantObject(t, store, "y", []byte("0123456789"))
+	deadline := time.Now().Add(5 * time.Second) // the kernel's entry goes once CREATE is answered
+	for {
+		got, err := within(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "y")) })
+		if err == nil && string(got) == "0123456789" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after EEXIST, reading y: %q, %v", got, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	wantObject(t, store, "y", []byte{})
 }
 
 func TestReadOnly(t *testing.T) {

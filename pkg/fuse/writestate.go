@@ -24,7 +24,7 @@ const copyChunk = 4 << 20
 type writeState struct {
 	// constant
 	node *fileNode
-	ino  uint64              // names the staged file (writes.go)
+	ino  uint64              // names the staged file (stagedwrites.go)
 	base objstore.ObjectInfo // the object when writing began; Key "" = new file
 
 	// Readable without mu, for getattr during a long upload.
@@ -45,7 +45,7 @@ type writeState struct {
 	discard  bool                 // unlinked: never upload
 	uploaded *objstore.ObjectInfo // version the clean staged file holds
 	// seq: the staged content was only ever appended to from empty, so
-	// it may be streamed (upstream.go); up is its stream, if started.
+	// it may be streamed (streamupload.go); up is its stream, if started.
 	seq bool
 	up  *upstream
 }
@@ -112,7 +112,7 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 		w.file, w.path, w.seq = file, file.Name(), true
 		return nil
 	}
-	// The copy becomes the staged file only once complete (writes.go).
+	// The copy becomes the staged file only once complete (stagedwrites.go).
 	file, err := writes.createPart(w.ino)
 	if err != nil {
 		return err

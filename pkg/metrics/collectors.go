@@ -65,6 +65,7 @@ var (
 	descUploadSize      = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
 	descStreams         = desc("basin_fuse_streamed_uploads_total", "Files whose upload started while they were written (a large file written sequentially).")
 	descStreamed        = desc("basin_fuse_streamed_bytes_total", "Bytes of files uploaded while they were written, before their close or fsync.")
+	descAborted         = desc("basin_fuse_aborted_uploads_total", "Incomplete multipart uploads a dead process left in the volume (a kill during a large close), aborted so their parts are not billed.")
 	descFallbacks       = prometheus.NewDesc("basin_fuse_stream_fallbacks_total", "Uploads started while a file was written and given up (the file is uploaded whole at close), by reason: rewrite, truncate, unlink, rename, error.", []string{"reason"}, nil)
 )
 
@@ -78,7 +79,7 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHits, descMisses, descHitBytes, descMissBytes, descLocalOpens, descEvictions,
 		descUsed, descCapacity, descObjects, descBuffers, descPinned,
 		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
-		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize} {
+		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize, descAborted} {
 		ch <- d
 	}
 }
@@ -121,6 +122,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descUploadSize, s.UploadBytes)
 		counter(descStreams, s.StreamedUploads)
 		counter(descStreamed, s.StreamedBytes)
+		counter(descAborted, s.AbortedUploads)
 		for reason, n := range s.StreamFallbacks {
 			ch <- prometheus.MustNewConstMetric(descFallbacks, prometheus.CounterValue, float64(n), reason)
 		}

@@ -99,6 +99,7 @@ func Reason(err error) string {
 	}{
 		{objstore.ErrNotFound, "not_found"},
 		{objstore.ErrAccessDenied, "access_denied"},
+		{objstore.ErrExists, "exists"},
 		{objstore.ErrPreconditionFailed, "precondition_failed"},
 		{objstore.ErrThrottled, "throttled"},
 		{objstore.ErrUnavailable, "unavailable"},
@@ -197,6 +198,9 @@ func (s *store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 }
 
 func (s *store) Close() error { return s.next.Close() }
+
+// Unwrap is the store s instruments (objstore.Wrapper).
+func (s *store) Unwrap() objstore.Store { return s.next }
 
 // body counts a GET's bytes as they are read and times the GET when it
 // is closed.

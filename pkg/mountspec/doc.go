@@ -3,17 +3,25 @@
 // mounted, and the `csi-driver mount` process that serves it.
 //
 // Contract:
-//   - Spec holds every setting of a mount (where the data is, cache and
-//     file system tuning, ownership, mount options) and nothing secret.
-//     Default returns the defaults (written once, in
+//   - Spec is the one typed form of a mount setting: where the data is,
+//     cache and file system tuning, ownership, mount options; nothing
+//     secret. Default returns the defaults (written once, in
 //     internal/mountdefaults, which pkg/cache and pkg/fuse use for their
 //     zero values); volume attributes and the mount command's flags start
-//     from it. Validate checks a Spec with the one set of limits, and the
-//     mount process validates again what it receives.
+//     from it.
+//   - Each setting's text form and limits are stated once, in the table
+//     of settings.go (keys in keys.go, text helpers in text.go):
+//     ParseAttributes reads a volume's attributes (the mount keys; the
+//     others are returned to package volumeattr), Spec.Attributes writes
+//     them back canonically, AddFlags declares `csi-driver mount`'s flags,
+//     and Validate checks a Spec from any source with the same limits
+//     (the mount process validates again what it receives). A new setting
+//     is a Spec field, its default and a line of the table.
 //   - The node plugin builds a Spec from the volume attributes (package
-//     volumeattr, Attributes.MountSpec), the volume capability's mount
-//     flags (WithOptions) and its volume mount group (WithMountGroup); the
-//     standalone mount command builds one from its flags.
+//     volumeattr, whose Attributes embed the Spec), the volume
+//     capability's mount flags (WithOptions) and its volume mount group
+//     (WithMountGroup); the standalone mount command builds one from its
+//     flags.
 //   - A Spec crosses to the mount process in a hand-off file (handoff.go):
 //     0600, in a 0700 directory, read once and deleted, holding the Spec
 //     and the store's credentials, never on the command line. The file
@@ -26,7 +34,8 @@
 //     (ExitVersion: a release skew, not an invalid request). ExitCode and
 //     ExitError are the one mapping between them and the sentinels.
 //
-// The package imports only objstore, internal/mountdefaults and
-// internal/owned (the private-file checks of the hand-off file); the
-// supervisor, the driver and the mount command all import it.
+// The package imports only objstore, internal/mountdefaults,
+// internal/owned (the private-file checks of the hand-off file) and
+// apimachinery's resource.Quantity (sizes); the supervisor, the driver and
+// the mount command all import it.
 package mountspec

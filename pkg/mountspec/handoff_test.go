@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -148,7 +149,7 @@ func TestValidate(t *testing.T) {
 		"mount option":       func(s *Spec) { s.MountOptions = []string{"suid"} },
 		"prefix":             func(s *Spec) { s.Prefix = "/a" },
 		"open mode":          func(s *Spec) { s.OpenMode = "client"; s.ReadOnly = true },
-		"kernel opens, rw":   func(s *Spec) { s.OpenMode = OpenKernel },
+		"kernel opens, rw":   func(s *Spec) { s.OpenMode = mountdefaults.OpenKernel },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := testSpec()
@@ -162,8 +163,8 @@ func TestValidate(t *testing.T) {
 		t.Errorf("valid spec: %v", err)
 	}
 	for name, edit := range map[string]func(s *Spec){
-		"kernel opens, read-only":      func(s *Spec) { s.OpenMode, s.ReadOnly = OpenKernel, true },
-		"kernel opens, ro option":      func(s *Spec) { s.OpenMode, s.MountOptions = OpenKernel, []string{"ro"} },
+		"kernel opens, read-only":      func(s *Spec) { s.OpenMode, s.ReadOnly = mountdefaults.OpenKernel, true },
+		"kernel opens, ro option":      func(s *Spec) { s.OpenMode, s.MountOptions = mountdefaults.OpenKernel, []string{"ro"} },
 		"open mode of an older writer": func(s *Spec) { s.OpenMode = "" },
 	} {
 		s := testSpec()
@@ -174,25 +175,27 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestCheckOpenModeNamesTheKey: the refusals name the attribute and the
+// TestOpenModeRefusalsNameTheKey: the refusals name the attribute and the
 // accepted values or the alternative.
-func TestCheckOpenModeNamesTheKey(t *testing.T) {
+func TestOpenModeRefusalsNameTheKey(t *testing.T) {
 	for _, tc := range []struct {
-		m        OpenMode
+		m        mountdefaults.OpenMode
 		readOnly bool
 		want     []string
 	}{
 		{"client", true, []string{"openMode", `"client"`, `"server"`, `"kernel"`}},
-		{OpenKernel, false, []string{"openMode", "read-only", `"server"`}},
+		{mountdefaults.OpenKernel, false, []string{"openMode", "read-only", `"server"`}},
 	} {
-		err := CheckOpenMode(tc.m, tc.readOnly)
-		if err == nil {
-			t.Errorf("CheckOpenMode(%q, %v) accepted", tc.m, tc.readOnly)
+		s := Default()
+		s.Bucket, s.OpenMode, s.ReadOnly = "b12", tc.m, tc.readOnly
+		err := s.Validate()
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("openMode %q, read-only %v: %v, want ErrInvalid", tc.m, tc.readOnly, err)
 			continue
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("CheckOpenMode(%q, %v) = %q, want it to name %s", tc.m, tc.readOnly, err, w)
+				t.Errorf("openMode %q, read-only %v: %q, want it to name %s", tc.m, tc.readOnly, err, w)
 			}
 		}
 	}

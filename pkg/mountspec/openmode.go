@@ -6,26 +6,12 @@ import (
 	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
-// OpenMode says who opens a mount's regular files (internal/mountdefaults).
-type OpenMode = mountdefaults.OpenMode
-
-// The open modes.
-const (
-	OpenServer = mountdefaults.OpenServer
-	OpenKernel = mountdefaults.OpenKernel
-)
-
-// OpenModes returns the accepted open modes, the default first.
-func OpenModes() []OpenMode { return mountdefaults.OpenModes() }
-
-// CheckOpenMode accepts m ("" stands for the default) on a mount that is
-// read-only or not. The message names the openMode attribute.
-func CheckOpenMode(m OpenMode, readOnly bool) error {
-	switch {
-	case m != "" && !m.Valid():
-		return fmt.Errorf("openMode %q: want one of %q", m, OpenModes())
-	case m == OpenKernel && !readOnly:
-		return fmt.Errorf("openMode %q needs a read-only mount (readOnly: \"true\", the mount option ro, or a ReadOnlyMany volume); use %q", m, OpenServer)
+// CheckOpenMode refuses mountdefaults.OpenKernel on a mount that is not
+// read-only (the openMode setting's own check says which modes there
+// are). The message names the openMode attribute.
+func CheckOpenMode(m mountdefaults.OpenMode, readOnly bool) error {
+	if m == mountdefaults.OpenKernel && !readOnly {
+		return fmt.Errorf("%s %q needs a read-only mount (readOnly: \"true\", the mount option ro, or a ReadOnlyMany volume); use %q", KeyOpenMode, m, mountdefaults.OpenServer)
 	}
 	return nil
 }

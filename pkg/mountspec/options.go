@@ -53,16 +53,11 @@ func OptionDocs() []string {
 // accepted options.
 func ParseOptions(opts []string) ([]string, error) {
 	accepted := AcceptedOptions()
-	var out []string
-	for _, o := range opts {
-		o = strings.TrimSpace(o)
-		if o == "" || slices.Contains(out, o) {
-			continue
-		}
+	out := cleanOptions(opts)
+	for _, o := range out {
 		if !slices.Contains(accepted, o) {
 			return nil, invalidf("mount option %q is not supported (accepted: %s)", o, strings.Join(accepted, ", "))
 		}
-		out = append(out, o)
 	}
 	for _, pair := range [][2]string{{"ro", "rw"}, {"noexec", "exec"}} {
 		if slices.Contains(out, pair[0]) && slices.Contains(out, pair[1]) {
@@ -70,6 +65,18 @@ func ParseOptions(opts []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// cleanOptions returns opts trimmed, without empty entries and
+// duplicates, in their first order; nil when none is left.
+func cleanOptions(opts []string) []string {
+	var out []string
+	for _, o := range opts {
+		if o = strings.TrimSpace(o); o != "" && !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // WithOptions returns s with opts (see ParseOptions) added to its mount

@@ -3,7 +3,6 @@ package mountspec
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path"
 	"time"
@@ -101,8 +100,7 @@ const (
 	DefaultOpenMode            = mountdefaults.OpenServer
 )
 
-// Limits checked by Validate (and by volumeattr's parser, which quotes
-// them in its messages).
+// Limits of the settings (settings.go states each once).
 const (
 	MinCacheBlockSize     = mountdefaults.MinCacheBlockSize
 	MaxCacheBlockSize     = mountdefaults.MaxCacheBlockSize
@@ -135,82 +133,23 @@ func Default() Spec {
 	}
 }
 
-// Validate reports every problem of s at once; the error wraps ErrInvalid
-// (or ErrVersion for another Version).
+// Validate reports every problem of s at once: each setting out of its
+// limits (settings.go), no bucket, and OpenKernel on a mount that is not
+// read-only. The error wraps ErrInvalid (or ErrVersion for another
+// Version).
 func (s Spec) Validate() error {
 	if s.Version != Version {
 		return fmt.Errorf("%w: version %d (this build reads version %d)", ErrVersion, s.Version, Version)
 	}
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	sc := s.StoreConfig()
-	if err := sc.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if s.Endpoint != "" {
-		if err := CheckEndpoint(s.Endpoint); err != nil {
-			bad("endpoint %q: %v", s.Endpoint, err)
-		}
-	}
-	if s.Prefix != "" && (s.Prefix[0] == '/' || s.Prefix[len(s.Prefix)-1] != '/') {
-		bad("prefix %q: want no leading and one trailing /", s.Prefix)
-	}
-	if s.CacheSize < 0 {
-		bad("cacheSize %d: want 0 or more bytes", s.CacheSize)
-	}
-	if s.CacheBlockSize < MinCacheBlockSize || s.CacheBlockSize > MaxCacheBlockSize || s.CacheBlockSize%MinCacheBlockSize != 0 {
-		bad("cacheBlockSize %d: want from 4Ki to 1Gi, a multiple of 4Ki", s.CacheBlockSize)
-	}
-	if s.MetadataTTL < Forever || s.NegativeMetadataTTL < Forever {
-		bad("metadata TTLs %v/%v: the only negative value is -1 (forever)", s.MetadataTTL, s.NegativeMetadataTTL)
-	}
-	if s.ReadAhead < 0 {
-		bad("readAhead %d: want 0 (off) or more bytes", s.ReadAhead)
-	}
-	if s.MaxParallelFetches < 1 || s.MaxParallelFetches > MaxParallelFetches {
-		bad("maxParallelFetches %d: want from 1 to %d", s.MaxParallelFetches, MaxParallelFetches)
-	}
-	if s.PrefetchBudget < 1 {
-		bad("prefetchBudget %d: want 1 or more bytes (prefetch false turns prefetching off)", s.PrefetchBudget)
-	}
-	if s.OpTimeout <= 0 {
-		bad("opTimeout %v: want a positive duration", s.OpTimeout)
-	}
-	for _, id := range []struct {
-		name string
-		v    int64
-	}{{"uid", s.UID}, {"gid", s.GID}} {
-		if id.v < -1 || id.v > MaxID {
-			bad("%s %d: want -1 (unset) or 0 to %d", id.name, id.v, int64(MaxID))
-		}
-	}
-	if s.FileMode&^ModeBits != 0 || s.DirMode&^ModeBits != 0 {
-		bad("fileMode %04o, dirMode %04o: want permission bits up to 0777", uint32(s.FileMode), uint32(s.DirMode))
-	}
-	if _, err := ParseOptions(s.MountOptions); err != nil {
-		errs = append(errs, err)
+	errs := s.checkSettings(nil)
+	if s.Bucket == "" {
+		errs = append(errs, fmt.Errorf("%s: not set", KeyBucket))
 	}
 	if err := CheckOpenMode(s.OpenMode, s.Flags().ReadOnly); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
-	}
-	return nil
-}
-
-// CheckEndpoint accepts http(s)://host[:port][/path] without credentials,
-// query or fragment.
-func CheckEndpoint(v string) error {
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("want an http(s)://host[:port] URL")
-	}
-	if u.User != nil {
-		return errors.New("credentials do not belong in the URL; put them in the secret")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return errors.New("no query or fragment allowed")
 	}
 	return nil
 }

@@ -61,6 +61,10 @@ type PutOptions struct {
 	Size int64
 	// ContentType is stored with the object when set.
 	ContentType string
+	// IfAbsent stores the object only if no object exists under the key,
+	// atomically in the store: a create that loses fails with ErrExists
+	// and stores nothing (conditional.go).
+	IfAbsent bool
 }
 
 // Store is one bucket. Every method is safe for concurrent use, honours ctx

@@ -22,6 +22,7 @@ import (
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/fdholder"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
@@ -208,8 +209,8 @@ func TestChaosNodePlugin(t *testing.T) {
 		if _, err := c.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 			VolumeId: volumeID, StagingTargetPath: staging, VolumeCapability: rox,
 			VolumeContext: map[string]string{
-				volumeattr.KeyBackend: "s3", volumeattr.KeyBucket: b.name, volumeattr.KeyRegion: b.srv.Region,
-				volumeattr.KeyPathStyle: "true", volumeattr.KeyMetadataTTL: "1h", volumeattr.KeyCacheSize: "256Mi",
+				mountspec.KeyBackend: "s3", mountspec.KeyBucket: b.name, mountspec.KeyRegion: b.srv.Region,
+				mountspec.KeyPathStyle: "true", mountspec.KeyMetadataTTL: "1h", mountspec.KeyCacheSize: "256Mi",
 			},
 			Secrets: map[string]string{volumeattr.SecretAccessKeyID: b.creds.AccessKeyID,
 				volumeattr.SecretSecretAccessKey: b.creds.SecretAccessKey, volumeattr.SecretEndpoint: b.srv.Endpoint},

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/testserver"
-	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
@@ -136,7 +135,7 @@ func newRigWith(t *testing.T, files map[string][]byte, cacheSize string, edit fu
 	spec.Bucket, spec.Endpoint, spec.Region, spec.PathStyle = r.name, r.srv.Endpoint, r.srv.Region, true
 	spec.MetadataTTL = time.Hour
 	edit(&spec)
-	if spec.CacheSize, err = volumeattr.ParseSize(cacheSize); err != nil {
+	if spec.CacheSize, err = mountspec.ParseSize(cacheSize); err != nil {
 		t.Fatal(err)
 	}
 	r.req = supervisor.Request{

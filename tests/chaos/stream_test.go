@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -14,9 +15,12 @@ import (
 // written (40 MiB: past two 8 MiB parts) replaces an object, and the FUSE
 // process is killed after 30 MiB, with parts of a multipart upload in the
 // bucket. The bucket must still hold the old version (an upload is only
-// visible once completed); the writer, carried on by the successor
-// process, must end with success, and the bucket then holds the whole new
-// content (the successor uploads the adopted staged file at close).
+// visible once completed); the dead process's upload must be gone once
+// the successor serves (it aborts them before serving: no parts left
+// billed); the writer, carried on by the successor process, must end
+// with success, and the bucket then holds the whole new content (the
+// successor uploads the adopted staged file at close) and no incomplete
+// upload at all.
 func TestStreamedWriteKilled(t *testing.T) {
 	const size = 40 << 20
 	key := "ckpt/streamed.pt"
@@ -31,22 +35,28 @@ func TestStreamedWriteKilled(t *testing.T) {
 		if l := w.until(t, "w 30"); l != "w 30" {
 			t.Fatalf("%s: writer said %q", mode, l)
 		}
-		if n := r.incompleteUploads(t, key); n == 0 {
+		dead := r.incompleteUploads(t, key)
+		if len(dead) == 0 {
 			t.Errorf("%s: no multipart upload under way after 30 of 40 MiB: the file was not streamed", mode)
 		}
 		pid := r.pid(t)
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		want := ""
+		want := sum(nil) // O_EXCL claimed the name at open: an empty object
 		if mode != modeCreate {
 			want = sum(old)
 		}
 		if got := r.objectSum(t, key); got != want {
-			t.Errorf("%s: killed while streaming, the bucket holds %s, not the old version %s", mode, short(got), short(want))
+			t.Errorf("%s: killed while streaming, the bucket holds %s, not the version before the write %s", mode, short(got), short(want))
 		}
 		if ev := r.waitServing(t, pid); ev.Method != "takeover" || ev.Err != "" {
 			t.Fatalf("%s: heal %+v, want a takeover", mode, ev)
+		}
+		for _, id := range r.incompleteUploads(t, key) {
+			if slices.Contains(dead, id) {
+				t.Errorf("%s: the killed process's upload %s is still in the bucket once the successor serves", mode, id)
+			}
 		}
 		if l := w.until(t, "ok"); l != "ok" {
 			t.Fatalf("%s: the writer failed across the takeover: %q", mode, l)
@@ -54,12 +64,15 @@ func TestStreamedWriteKilled(t *testing.T) {
 		if got, want := r.objectSum(t, key), sum(content(seed, size)); got != want {
 			t.Errorf("%s: close succeeded but the bucket holds %s, not the new content %s", mode, short(got), short(want))
 		}
+		if left := r.incompleteUploads(t, ""); len(left) > 0 {
+			t.Errorf("%s: %d incomplete uploads in the bucket after the close: %v", mode, len(left), left)
+		}
 	}
 }
 
-// incompleteUploads counts the multipart uploads of key begun and neither
-// completed nor aborted.
-func (b bucket) incompleteUploads(t *testing.T, key string) int {
+// incompleteUploads returns the ids of the multipart uploads under key
+// begun and neither completed nor aborted.
+func (b bucket) incompleteUploads(t *testing.T, key string) []string {
 	t.Helper()
 	c := s3.New(s3.Options{
 		Region:       b.srv.Region,
@@ -73,5 +86,9 @@ func (b bucket) incompleteUploads(t *testing.T, key string) int {
 	if err != nil {
 		t.Fatalf("list multipart uploads: %v", err)
 	}
-	return len(out.Uploads)
+	var ids []string
+	for _, u := range out.Uploads {
+		ids = append(ids, aws.ToString(u.UploadId))
+	}
+	return ids
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
@@ -57,7 +58,7 @@ func TestHungProcessIsReplaced(t *testing.T) {
 // inode; the kernel's no-open state belongs to the connection, so files
 // opened after the takeover read right too.
 func TestTakeoverKernelOpens(t *testing.T) {
-	r, rd, want, before := openedOnce(t, func(s *mountspec.Spec) { s.ReadOnly, s.OpenMode = true, mountspec.OpenKernel })
+	r, rd, want, before := openedOnce(t, func(s *mountspec.Spec) { s.ReadOnly, s.OpenMode = true, mountdefaults.OpenKernel })
 	killDuringRead(t, r, rd, want)
 	for _, key := range slices.Sorted(maps.Keys(r.files)) {
 		got, err := os.ReadFile(filepath.Join(r.staging, key))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
@@ -31,7 +32,7 @@ type backendSetup struct {
 func minio(t *testing.T) backendSetup {
 	srv := testserver.MinIO(t)
 	b := backendSetup{
-		params: map[string]string{volumeattr.KeyBackend: "s3", volumeattr.KeyRegion: srv.Region, volumeattr.KeyPathStyle: "true"},
+		params: map[string]string{mountspec.KeyBackend: "s3", mountspec.KeyRegion: srv.Region, mountspec.KeyPathStyle: "true"},
 		secrets: map[string]string{volumeattr.SecretAccessKeyID: srv.AccessKey, volumeattr.SecretSecretAccessKey: srv.SecretKey,
 			volumeattr.SecretEndpoint: srv.Endpoint},
 		creds: objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey},
@@ -43,7 +44,7 @@ func minio(t *testing.T) backendSetup {
 func gcs(t *testing.T) backendSetup {
 	srv := testserver.GCS(t)
 	b := backendSetup{
-		params:  map[string]string{volumeattr.KeyBackend: "gcs"},
+		params:  map[string]string{mountspec.KeyBackend: "gcs"},
 		secrets: map[string]string{volumeattr.SecretEndpoint: srv.Endpoint},
 	}
 	b.createParent(t, objstore.Config{Backend: objstore.BackendGCS, Endpoint: srv.Endpoint})
@@ -62,11 +63,11 @@ func (b *backendSetup) createParent(t *testing.T, cfg objstore.Config) {
 	if err := a.CreateBucket(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
-	b.params[volumeattr.KeyBucket] = name
+	b.params[mountspec.KeyBucket] = name
 	b.params[volumeattr.KeyProvisioning] = "prefix"
-	b.params[volumeattr.KeyPrefix] = "pvcs"
-	b.params[volumeattr.KeyMetadataTTL] = "-1" // immutable data: the warm-cache check below relies on it
-	b.params[volumeattr.KeyCacheSize] = "256Mi"
+	b.params[mountspec.KeyPrefix] = "pvcs"
+	b.params[mountspec.KeyMetadataTTL] = "-1" // immutable data: the warm-cache check below relies on it
+	b.params[mountspec.KeyCacheSize] = "256Mi"
 }
 
 func randomHex(n int) string {

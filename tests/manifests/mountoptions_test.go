@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
@@ -23,24 +22,24 @@ func TestDocsMountOptions(t *testing.T) {
 		}
 		var row string
 		for line := range strings.SplitSeq(string(b), "\n") {
-			if strings.HasPrefix(line, "| `"+volumeattr.KeyMountOptions+"` |") {
+			if strings.HasPrefix(line, "| `"+mountspec.KeyMountOptions+"` |") {
 				row = line
 			}
 		}
 		if row == "" {
-			t.Errorf("%s: no %s row", doc, volumeattr.KeyMountOptions)
+			t.Errorf("%s: no %s row", doc, mountspec.KeyMountOptions)
 			continue
 		}
 		cells := strings.Split(row, "|")
 		meaning := codeSpans(cells[len(cells)-2])
 		for _, o := range accepted {
 			if !slices.Contains(meaning, o) {
-				t.Errorf("%s: the %s row does not name the accepted option %q", doc, volumeattr.KeyMountOptions, o)
+				t.Errorf("%s: the %s row does not name the accepted option %q", doc, mountspec.KeyMountOptions, o)
 			}
 		}
 		for _, o := range meaning {
 			if !slices.Contains(accepted, o) && o != "readOnly: true" && !strings.HasPrefix(o, "spec.") && o != "InvalidArgument" {
-				t.Errorf("%s: the %s row names %q, which is not an accepted option", doc, volumeattr.KeyMountOptions, o)
+				t.Errorf("%s: the %s row names %q, which is not an accepted option", doc, mountspec.KeyMountOptions, o)
 			}
 		}
 	}

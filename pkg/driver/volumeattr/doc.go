@@ -5,15 +5,20 @@
 //
 // Parse turns the string maps into a typed Attributes value, filling in
 // defaults and reporting every problem at once (errors.Join, each wrapping
-// ErrInvalid). Encode is its inverse: the canonical VolumeContext the
-// controller returns, holding every setting explicitly so a volume keeps
-// the configuration it was created with. Parse(Encode(a)) == a for every
-// valid a; a property test and a fuzz target hold the two to that.
+// ErrInvalid). The mount settings are mountspec's (mountspec.ParseAttributes
+// reads them into the mountspec.Spec that Attributes embed); this package
+// adds what is not a mount setting: provisioning, reclaim, warmup, cache
+// affinity and the secret. Encode is Parse's inverse: the canonical
+// VolumeContext the controller returns, holding every setting explicitly so
+// a volume keeps the configuration it was created with (and a volume staged
+// by an older release compares equal to its record). Parse(Encode(a)) == a
+// for every valid a; a property test and a fuzz target hold the two to
+// that.
 //
-// Conventions: keys are lowerCamelCase (keys.go); sizes are Kubernetes
-// quantities ("10Gi", "512Mi"); durations are Go durations ("90s", "2h")
-// where "0" means "do not cache" and "-1" means "forever" (Forever); file
-// modes are octal. Keys Kubernetes adds on its own (csi.storage.k8s.io/*,
+// Conventions: keys are lowerCamelCase (keys.go, mountspec's keys.go);
+// sizes are Kubernetes quantities ("10Gi", "512Mi"); durations are Go
+// durations ("90s", "2h") where "0" means "do not cache" and "-1" means
+// "forever" (mountspec.Forever); file modes are octal. Keys Kubernetes adds on its own (csi.storage.k8s.io/*,
 // storage.kubernetes.io/*) are ignored; any other unknown key is an error
 // that names it and lists the accepted keys.
 //

@@ -4,81 +4,83 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
+
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // Parse turns StorageClass parameters or PV volume attributes, and the
-// secret that goes with them, into Attributes. Missing keys take their
-// defaults; keys Kubernetes adds itself are ignored. Every problem is
-// reported at once: the error joins one error per problem and wraps
-// ErrInvalid. Errors quote parameter values but never secret values.
+// secret that goes with them, into Attributes. The mount settings are
+// mountspec.ParseAttributes'; missing keys take their defaults; keys
+// Kubernetes adds itself are ignored. Every problem is reported at once:
+// the error joins one error per problem and wraps ErrInvalid. Errors
+// quote parameter values but never secret values.
 func Parse(params, secrets map[string]string) (Attributes, error) {
-	a := Defaults()
-	var errs []error
-	given := make(map[string]bool, len(params))
-	table := fields()
-	byKey := make(map[string]field, len(table))
-	for _, f := range table {
+	s, errs := parseSecrets(secrets)
+	params, merrs := mergeSecretConnection(params, s)
+	errs = append(errs, merrs...)
+	spec, other, err := mountspec.ParseAttributes(params)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	a := Attributes{Spec: spec, Reclaim: DefaultReclaim, CacheAffinity: true, Secrets: s}
+	byKey := make(map[string]field)
+	for _, f := range fields() {
 		byKey[f.key] = f
 	}
 	var unknown []string
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		if IsKubernetesKey(k) {
-			continue
-		}
+	for _, k := range other {
 		f, ok := byKey[k]
-		if !ok {
+		switch {
+		case IsKubernetesKey(k):
+		case !ok:
 			unknown = append(unknown, k)
-			continue
-		}
-		given[k] = true
-		if err := f.parse(&a, params[k]); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		default:
+			if err := f.parse(&a, params[k]); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			}
 		}
 	}
 	if len(unknown) > 0 {
 		errs = append(errs, unknownKeysError(unknown, Keys()))
 	}
-	if !given[KeyProvisioning] {
+	if _, ok := params[KeyProvisioning]; !ok {
 		a.Provisioning = ProvisionBucket
 		if a.Bucket != "" {
 			a.Provisioning = ProvisionPrefix
 		}
 	}
-
-	s, serrs := parseSecrets(secrets)
-	errs = append(errs, serrs...)
-	a.Secrets = s
 	errs = append(errs, s.checkBackend(a.Backend)...)
-	errs = append(errs, a.mergeSecretConnection(given)...)
-	errs = append(errs, a.crossCheck(given)...)
-
+	errs = append(errs, a.crossCheck()...)
 	if len(errs) > 0 {
 		return Attributes{}, invalid(errs)
 	}
 	return a, nil
 }
 
-// mergeSecretConnection takes endpoint and region from the secret when the
-// parameters leave them out; both places must agree when both set them.
-// The secret's values are not quoted.
-func (a *Attributes) mergeSecretConnection(given map[string]bool) []error {
+// mergeSecretConnection returns params with the endpoint and region of
+// the secret where params leave them out; both places must agree when both
+// set them. The secret's values are not quoted.
+func mergeSecretConnection(params map[string]string, s Secrets) (map[string]string, []error) {
 	var errs []error
-	merge := func(key string, attr *string, secret string) {
+	merged := maps.Clone(params)
+	for _, kv := range [][2]string{{mountspec.KeyEndpoint, s.Endpoint}, {mountspec.KeyRegion, s.Region}} {
+		key, secret := kv[0], kv[1]
 		if secret == "" {
-			return
+			continue
 		}
-		if given[key] && *attr != secret {
-			errs = append(errs, fmt.Errorf("%s: the parameters and the secret set different values; set it in one place", key))
-			return
+		if v, ok := params[key]; ok {
+			if v != secret {
+				errs = append(errs, fmt.Errorf("%s: the parameters and the secret set different values; set it in one place", key))
+			}
+			continue
 		}
-		*attr = secret
-		given[key] = true
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		merged[key] = secret
 	}
-	merge(KeyEndpoint, &a.Endpoint, a.Secrets.Endpoint)
-	merge(KeyRegion, &a.Region, a.Secrets.Region)
-	return errs
+	return merged, errs
 }
 
 // unknownKeysError names the unknown keys and lists the accepted ones.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -55,17 +56,15 @@ func parseSecrets(m map[string]string) (Secrets, []error) {
 			}
 			s.GCSCredentialsJSON = v
 		case SecretEndpoint:
-			if v != "" {
-				if err := checkEndpoint(v); err != nil {
-					errs = append(errs, fmt.Errorf("secret key %s: %w", k, err))
-				}
+			if err := checkIfSet(v, mountspec.CheckEndpoint); err != nil {
+				errs = append(errs, fmt.Errorf("secret key %s: %w", k, err))
+				continue
 			}
 			s.Endpoint = v
 		case SecretRegion:
-			if v != "" {
-				if err := checkRegion(v); err != nil {
-					errs = append(errs, fmt.Errorf("secret key %s: %w", k, err))
-				}
+			if err := checkIfSet(v, mountspec.CheckRegion); err != nil {
+				errs = append(errs, fmt.Errorf("secret key %s: %w", k, err))
+				continue
 			}
 			s.Region = v
 		default:
@@ -76,6 +75,14 @@ func parseSecrets(m map[string]string) (Secrets, []error) {
 		errs = append(errs, fmt.Errorf("secret: %w", unknownKeysError(unknown, SecretKeys())))
 	}
 	return s, errs
+}
+
+// checkIfSet runs check on v unless v is empty.
+func checkIfSet(v string, check func(string) error) error {
+	if v == "" {
+		return nil
+	}
+	return check(v)
 }
 
 // CheckBackend reports, as an error wrapping ErrInvalid, credentials that

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -16,7 +17,7 @@ const (
 )
 
 func TestSecretsNeverPrinted(t *testing.T) {
-	a, err := Parse(map[string]string{KeyBucket: "b12"},
+	a, err := Parse(map[string]string{mountspec.KeyBucket: "b12"},
 		map[string]string{SecretAccessKeyID: testKeyID, SecretSecretAccessKey: testSecret, SecretSessionToken: testToken})
 	if err != nil {
 		t.Fatal(err)
@@ -50,9 +51,9 @@ func TestSecretErrorsRedact(t *testing.T) {
 	}
 	for _, backend := range []string{"s3", "gcs", "file"} {
 		for i, sec := range cases {
-			params := map[string]string{KeyBackend: backend, KeyBucket: "/d"}
+			params := map[string]string{mountspec.KeyBackend: backend, mountspec.KeyBucket: "/d"}
 			if backend != "file" {
-				params[KeyBucket] = "b12"
+				params[mountspec.KeyBucket] = "b12"
 			}
 			_, err := Parse(params, sec)
 			if err == nil {

@@ -28,7 +28,7 @@ const (
 // Put implements objstore.Store: the body goes to a temporary file next to
 // the target, is fsynced, and is renamed over the target.
 func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objstore.PutOptions) (objstore.ObjectInfo, error) {
-	return s.write(ctx, "put", key, func(f *os.File) error {
+	return s.write(ctx, "put", key, opts.IfAbsent, func(f *os.File) error {
 		n, err := io.Copy(f, ctxReader{ctx: ctx, r: body})
 		if err != nil {
 			return err
@@ -50,7 +50,7 @@ func (s *Store) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo,
 		return objstore.ObjectInfo{}, err
 	}
 	defer func() { _ = in.Close() }()
-	return s.write(ctx, "copy", dst, func(f *os.File) error {
+	return s.write(ctx, "copy", dst, false, func(f *os.File) error {
 		// io.CopyN between files uses copy_file_range.
 		for left := info.Size; left > 0; left -= copyChunk {
 			if err := ctx.Err(); err != nil {
@@ -77,8 +77,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// write creates key's new content with fill and moves it into place.
-func (s *Store) write(ctx context.Context, op, key string, fill func(*os.File) error) (objstore.ObjectInfo, error) {
+// write creates key's new content with fill and moves it into place;
+// ifAbsent only where no object is (objstore.PutOptions.IfAbsent).
+func (s *Store) write(ctx context.Context, op, key string, ifAbsent bool, fill func(*os.File) error) (objstore.ObjectInfo, error) {
 	t, err := s.begin(ctx, op, key)
 	if err != nil {
 		return objstore.ObjectInfo{}, err
@@ -92,6 +93,7 @@ func (s *Store) write(ctx context.Context, op, key string, fill func(*os.File) e
 	if err := fill(t.f); err != nil {
 		return objstore.ObjectInfo{}, mapErr(op, key, err)
 	}
+	t.ifAbsent = ifAbsent
 	info, err := t.commit()
 	committed = err == nil
 	return info, err
@@ -106,6 +108,9 @@ type tempObject struct {
 	rel     string // key's path
 	tmp     string // the temporary file's path
 	f       *os.File
+	// ifAbsent: commit links instead of renaming, so an existing key
+	// fails it (conditional create).
+	ifAbsent bool
 }
 
 // begin creates the temporary file of key's new content.
@@ -135,7 +140,18 @@ func (t *tempObject) commit() (objstore.ObjectInfo, error) {
 	if err != nil {
 		return objstore.ObjectInfo{}, mapErr(t.op, t.key, err)
 	}
-	if err := t.s.root.Rename(t.tmp, t.rel); err != nil {
+	if t.ifAbsent {
+		// link(2) fails with EEXIST when the key's path exists: the
+		// conditional create of the other stores. The temporary name
+		// goes once the key holds the content.
+		if err := t.s.root.Link(t.tmp, t.rel); err != nil {
+			if errors.Is(err, fs.ErrExist) && t.s.isObject(t.rel) {
+				return objstore.ObjectInfo{}, fmt.Errorf("filestore: %s %q: %w", t.op, t.key, objstore.ErrExists)
+			}
+			return objstore.ObjectInfo{}, conflictErr(t.op, t.key, err)
+		}
+		_ = t.s.root.Remove(t.tmp)
+	} else if err := t.s.root.Rename(t.tmp, t.rel); err != nil {
 		return objstore.ObjectInfo{}, conflictErr(t.op, t.key, err)
 	}
 	t.tmp = "" // nothing left to discard but the descriptor
@@ -144,6 +160,13 @@ func (t *tempObject) commit() (objstore.ObjectInfo, error) {
 	}
 	t.s.syncDir(filepath.Dir(t.rel))
 	return objectInfo(t.key, fi), nil
+}
+
+// isObject reports whether rel is a regular file: an object, as opposed
+// to the directory of other keys ("a" when "a/b" exists).
+func (s *Store) isObject(rel string) bool {
+	fi, err := s.root.Lstat(rel)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // discard removes the temporary file of content never committed.

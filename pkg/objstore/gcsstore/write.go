@@ -28,7 +28,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := s.newWriter(wctx, key, chunkSize(s.cfg.PartSize, opts.Size), opts.ContentType)
+	w := s.newWriter(wctx, key, chunkSize(s.cfg.PartSize, opts.Size), opts.ContentType, opts.IfAbsent)
 
 	src := &bodyReader{r: body}
 	n, copyErr := io.Copy(w, src)
@@ -43,20 +43,29 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 		return objstore.ObjectInfo{}, fmt.Errorf("gcsstore: put %q: body has %d bytes, PutOptions.Size says %d", key, n, opts.Size)
 	}
 	closeErr := w.Close()
-	if copyErr != nil {
-		return objstore.ObjectInfo{}, mapErr(opPut, key, copyErr)
+	if copyErr == nil {
+		copyErr = closeErr
 	}
-	if closeErr != nil {
-		return objstore.ObjectInfo{}, mapErr(opPut, key, closeErr)
+	if copyErr != nil {
+		err := mapErr(opPut, key, copyErr)
+		if opts.IfAbsent {
+			err = existsErr(err)
+		}
+		return objstore.ObjectInfo{}, err
 	}
 	return infoFromAttrs(w.Attrs()), nil
 }
 
 // newWriter returns the SDK's Writer of key, its retries bounded by
-// MaxAttempts per chunk (attemptLimiter).
-func (s *Store) newWriter(ctx context.Context, key string, chunk int, contentType string) *storage.Writer {
+// MaxAttempts per chunk (attemptLimiter); ifAbsent makes it a conditional
+// create (conditional.go).
+func (s *Store) newWriter(ctx context.Context, key string, chunk int, contentType string, ifAbsent bool) *storage.Writer {
 	lim := &attemptLimiter{max: s.cfg.MaxAttempts}
-	w := s.bucket.Object(key).Retryer(storage.WithErrorFunc(lim.shouldRetry)).NewWriter(ctx)
+	obj := s.bucket.Object(key)
+	if ifAbsent {
+		obj = obj.If(absent)
+	}
+	w := obj.Retryer(storage.WithErrorFunc(lim.shouldRetry)).NewWriter(ctx)
 	w.ChunkSize = chunk
 	w.ProgressFunc = lim.progress
 	w.ContentType = contentType

@@ -270,13 +270,31 @@ func (f *Fake) Put(ctx context.Context, key string, body io.Reader, opts objstor
 	if opts.Size >= 0 && int64(buf.Len()) != opts.Size {
 		return objstore.ObjectInfo{}, fmt.Errorf("objstoretest: put %q: body has %d bytes, Size says %d", key, buf.Len(), opts.Size)
 	}
+	if opts.IfAbsent {
+		return f.create(key, buf.Bytes())
+	}
 	return f.store(key, buf.Bytes()), nil
+}
+
+// create installs data as key's first version, or fails with ErrExists.
+func (f *Fake) create(key string, data []byte) (objstore.ObjectInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.objects[key]; ok {
+		return objstore.ObjectInfo{}, fmt.Errorf("objstoretest: put %q: %w", key, objstore.ErrExists)
+	}
+	return f.storeLocked(key, data), nil
 }
 
 // store installs data as the new version of key.
 func (f *Fake) store(key string, data []byte) objstore.ObjectInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.storeLocked(key, data)
+}
+
+// storeLocked is store; the caller holds mu.
+func (f *Fake) storeLocked(key string, data []byte) objstore.ObjectInfo {
 	f.gen++
 	o := fakeObject{data: data, version: strconv.FormatInt(f.gen, 10), modTime: time.Now()}
 	if _, ok := f.objects[key]; !ok {

@@ -46,6 +46,8 @@ func RunConformance(t *testing.T, h Harness) {
 		{"ListDelimiter", testListDelimiter},
 		{"DirectoryMarker", testDirectoryMarker},
 		{"Copy", testCopy},
+		{"IfAbsent", testIfAbsent},
+		{"Uploads", testUploads},
 		{"DeletePrefix", testDeletePrefix},
 		{"AccessDenied", testAccessDenied},
 		{"ConcurrentReaders", testConcurrentReaders},

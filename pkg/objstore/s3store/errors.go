@@ -18,7 +18,7 @@ var sentinels = []error{
 	objstore.ErrNotFound, objstore.ErrAccessDenied, objstore.ErrPreconditionFailed,
 	objstore.ErrThrottled, objstore.ErrUnavailable, objstore.ErrInvalidRange,
 	objstore.ErrInvalidKey, objstore.ErrBucketNotEmpty, objstore.ErrBucketExists,
-	objstore.ErrInvalidConfig,
+	objstore.ErrInvalidConfig, objstore.ErrExists,
 }
 
 // errorCodes maps S3 (and OSS) error codes to sentinels. BucketAlreadyOwnedByYou
@@ -38,7 +38,11 @@ var errorCodes = map[string]error{
 	"InvalidSecurity":       objstore.ErrAccessDenied,
 
 	"PreconditionFailed": objstore.ErrPreconditionFailed,
-	"InvalidRange":       objstore.ErrInvalidRange,
+	// A conditional create that lost (conditional.go): a concurrent one
+	// in flight (S3), or an existing key under x-oss-forbid-overwrite.
+	"ConditionalRequestConflict": objstore.ErrExists,
+	"FileAlreadyExists":          objstore.ErrExists,
+	"InvalidRange":               objstore.ErrInvalidRange,
 
 	"SlowDown":             objstore.ErrThrottled,
 	"Throttling":           objstore.ErrThrottled,

@@ -54,9 +54,17 @@ func (s *Store) putSingle(ctx context.Context, key string, body io.Reader, opts 
 	if opts.ContentType != "" {
 		in.ContentType = aws.String(opts.ContentType)
 	}
-	out, err := s.c.s3.PutObject(ctx, in)
+	var callOpts []func(*s3.Options)
+	if opts.IfAbsent {
+		callOpts = s.ifAbsent(in)
+	}
+	out, err := s.c.s3.PutObject(ctx, in, callOpts...)
 	if err != nil {
-		return objstore.ObjectInfo{}, mapErr(ctx, "PutObject", s.bucket, key, err)
+		err = mapErr(ctx, "PutObject", s.bucket, key, err)
+		if opts.IfAbsent {
+			err = existsErr(err)
+		}
+		return objstore.ObjectInfo{}, err
 	}
 	// PutObject returns no Last-Modified; the response's Date is when the
 	// store committed the object, to the second like Last-Modified.
@@ -80,11 +88,6 @@ func (s *Store) putMultipart(ctx context.Context, key string, body io.Reader, op
 	}
 	// The manager is deprecated in favour of feature/s3/transfermanager,
 	// which is not stable yet; the team pins manager v1.23.21.
-	up := manager.NewUploader(s.c.s3, func(u *manager.Uploader) { //nolint:staticcheck // SA1019, see above
-		u.PartSize = partSize
-		u.Concurrency = cfg.UploadConcurrency
-		u.RequestChecksumCalculation = checksum
-	})
 	// exactReader hides io.ReaderAt and io.Seeker so the uploader reads
 	// the body once, from its current position.
 	counted := &exactReader{r: body, left: opts.Size}
@@ -92,9 +95,23 @@ func (s *Store) putMultipart(ctx context.Context, key string, body io.Reader, op
 	if opts.ContentType != "" {
 		in.ContentType = aws.String(opts.ContentType)
 	}
+	var callOpts []func(*s3.Options)
+	if opts.IfAbsent {
+		callOpts = s.ifAbsent(in)
+	}
+	up := manager.NewUploader(s.c.s3, func(u *manager.Uploader) { //nolint:staticcheck // SA1019, see above
+		u.PartSize = partSize
+		u.Concurrency = cfg.UploadConcurrency
+		u.RequestChecksumCalculation = checksum
+		u.ClientOptions = append(u.ClientOptions, callOpts...)
+	})
 	out, err := up.Upload(ctx, in) //nolint:staticcheck // SA1019, see above
 	if err != nil {
-		return objstore.ObjectInfo{}, mapErr(ctx, "Upload", s.bucket, key, err)
+		err = mapErr(ctx, "Upload", s.bucket, key, err)
+		if opts.IfAbsent {
+			err = existsErr(err)
+		}
+		return objstore.ObjectInfo{}, err
 	}
 	oi, err := s.head(ctx, key, version(out.ETag))
 	if err != nil {

@@ -1,4 +1,4 @@
-package fuse
+package takeover
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// The go-fuse contract of the takeover (resume.go, session.go).
+// The go-fuse contract of the takeover (initrecord.go, rawfs.go).
 //
 // Resuming a live kernel connection uses go-fuse in ways its API does not
 // promise: NewProtocolServer and ProtocolServer.HandleRequest are marked
@@ -33,7 +33,7 @@ import (
 // TestHungProcessIsReplaced).
 //
 // When one of these fails after an upgrade: read the new go-fuse code the
-// message names, adapt resume.go or session.go, and update the expected
+// message names, adapt this package, and update the expected
 // value here. A changed INIT reply (layouts, negotiated flags) is safe but
 // makes the first takeover after the rollout a remount: say so in the
 // release notes.
@@ -84,7 +84,7 @@ func layout(v any) (fields []string, size uintptr) {
 // TestGoFuseLayouts: the wire structs the takeover reads, writes or
 // records byte for byte. Their layout is the kernel's ABI, so a change
 // means go-fuse now speaks another protocol version: records written by
-// the previous release no longer match (InitIn), and resume.go's headers
+// the previous release no longer match (InitIn), and initrecord.go's headers
 // would be wrong (InHeader, OutHeader).
 func TestGoFuseLayouts(t *testing.T) {
 	for _, c := range []struct {
@@ -129,7 +129,7 @@ func TestGoFuseConstants(t *testing.T) {
 		uses      string
 	}{
 		{"FUSE_NOTIFY_RESEND (go-fuse: -NOTIFY_RESEND)", -int64(gofuse.NOTIFY_RESEND), notifyCode, "notifyResend"},
-		{"FUSE_INIT (resume.go: opInit)", opInit, 26, "initRequest"},
+		{"FUSE_INIT (initrecord.go: opInit)", opInit, 26, "initRequest"},
 		{"FUSE_ROOT_ID", gofuse.FUSE_ROOT_ID, 1, "sessionFS.node never revives the root"},
 		{"FOPEN_DIRECT_IO", gofuse.FOPEN_DIRECT_IO, 1 << 0, "sessionFS.opened"},
 		{"FOPEN_KEEP_CACHE", gofuse.FOPEN_KEEP_CACHE, 1 << 1, "sessionFS.opened"},
@@ -147,7 +147,7 @@ func TestGoFuseConstants(t *testing.T) {
 }
 
 // TestSessionFSOverridesRawFileSystem: every exported method sessionFS
-// defines (session*.go) overrides a RawFileSystem method with go-fuse's
+// defines overrides a RawFileSystem method with go-fuse's
 // exact signature. A re-typed method fails to compile (sessionFS would no
 // longer be a RawFileSystem), but a method go-fuse renamed or dropped
 // would silently never be called: requests would go straight to the
@@ -156,7 +156,7 @@ func TestGoFuseConstants(t *testing.T) {
 func TestSessionFSOverridesRawFileSystem(t *testing.T) {
 	own := sessionFSMethods(t)
 	if len(own) < 20 {
-		t.Fatalf("found %d exported sessionFS methods in session*.go (%v); the shim has more than 20", len(own), own)
+		t.Fatalf("found %d exported sessionFS methods (%v); the shim has more than 20", len(own), own)
 	}
 	raw := reflect.TypeOf((*gofuse.RawFileSystem)(nil)).Elem()
 	shim := reflect.TypeOf(&sessionFS{})
@@ -182,10 +182,10 @@ func TestSessionFSOverridesRawFileSystem(t *testing.T) {
 }
 
 // sessionFSMethods lists the exported methods declared on *sessionFS in
-// this package's session*.go files.
+// this package's files.
 func sessionFSMethods(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("session*.go")
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}

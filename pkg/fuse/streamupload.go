@@ -16,7 +16,7 @@ import (
 // the network. The parts are read from the staged file, not copied: memory
 // stays at what the HTTP requests in flight hold, whatever the file's size.
 //
-// The write path's promises are unchanged (writes.go, writestate.go):
+// The write path's promises are unchanged (stagedwrites.go, writestate.go):
 //   - the staged file still holds the whole content, so a successor that
 //     adopts it uploads it again at close, as before;
 //   - a close or fsync that returned success completed the upload (Complete

@@ -1,11 +1,11 @@
-package fuse
+package takeover
 
 import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // The RawFileSystem methods of sessionFS that carry node IDs or file
-// handles (see session.go). Each revives unknown nodes, maps handles, and
+// handles (see rawfs.go). Each revives unknown nodes, maps handles, and
 // forwards to the bridge.
 
 func (s *sessionFS) Lookup(cancel <-chan struct{}, h *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {

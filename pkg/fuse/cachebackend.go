@@ -17,6 +17,7 @@ type cacheBackend interface {
 	Invalidate(key string)
 	Wrote(info objstore.ObjectInfo)
 	MadeDir(key string)
+	Removed(key string, dir bool)
 	InodeOf(path string) (uint64, error)
 	InodesOf(paths []string) ([]uint64, error)
 	PathOf(ino uint64) (string, bool)

@@ -1,4 +1,4 @@
-package fuse
+package takeover
 
 import (
 	"bytes"
@@ -13,27 +13,31 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 )
 
 // The INIT handshake of a takeover, on socketpairs instead of /dev/fuse
 // (see gofuse_contract_test.go): no root needed.
 
-// contractOptions are mount options like Mount's (fd mode).
+// maxRequest is pkg/fuse's max_read, MaxWrite and MaxReadAhead.
+const maxRequest = 1 << 20
+
+// contractOptions are mount options like pkg/fuse's Mount's (fd mode).
 func contractOptions() *gofuse.MountOptions {
 	return &gofuse.MountOptions{
-		MaxWrite: maxRequest, MaxReadAhead: maxRequest, MaxBackground: maxBackground,
+		MaxWrite: maxRequest, MaxReadAhead: maxRequest, MaxBackground: 64,
 		Name: "basin", FsName: "basin", DisableXAttrs: true, IgnoreSecurityLabels: true,
 		ExtraCapabilities: gofuse.CAP_ATOMIC_O_TRUNC | gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		Logger:            log.New(io.Discard, "", 0),
 	}
 }
 
-// contractFS is a file system like Mount's: sessionFS over go-fuse's node
-// bridge with external node IDs.
+// contractFS is a file system like pkg/fuse's Mount's: sessionFS over
+// go-fuse's node bridge with external node IDs.
 func contractFS(resumed bool) *sessionFS {
 	root := &fs.Inode{}
 	return newSessionFS(fs.NewNodeFS(root, &fs.Options{ExternalNodeID: true,
-		RootStableAttr: &fs.StableAttr{Ino: gofuse.FUSE_ROOT_ID}}), resumed)
+		RootStableAttr: &fs.StableAttr{Ino: gofuse.FUSE_ROOT_ID}}), &hookRecorder{}, klog.Background(), resumed)
 }
 
 // kernelInit is an INIT body as a Linux 6.x kernel sends it (header

@@ -1,4 +1,4 @@
-package fuse
+package takeover
 
 import (
 	"bytes"
@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"unsafe"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
-	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/internal/atomicfile"
 )
@@ -33,7 +30,7 @@ import (
 
 // ErrNoSession is returned when a mount asked to resume has no usable
 // session record (never written, or written for another connection).
-var ErrNoSession = errors.New("fuse: no session record to resume")
+var ErrNoSession = errors.New("takeover: no session record to resume")
 
 // sessionRecord is what a successor needs to resume a connection.
 type sessionRecord struct {
@@ -66,7 +63,7 @@ func writeSessionRecord(path, id string, srv *gofuse.Server, rawfs gofuse.RawFil
 	// Not fsynced: the record only serves a successor on the same kernel
 	// connection, which a machine crash ends.
 	if err := atomicfile.WriteFile(path, b, 0o600, atomicfile.NoSync); err != nil {
-		return fmt.Errorf("fuse: session record: %w", err)
+		return fmt.Errorf("takeover: session record: %w", err)
 	}
 	return nil
 }
@@ -79,7 +76,7 @@ func readSessionRecord(path, id string) (sessionRecord, error) {
 		return rec, fmt.Errorf("%w: %s does not exist", ErrNoSession, path)
 	}
 	if err != nil {
-		return rec, fmt.Errorf("fuse: session record: %w", err)
+		return rec, fmt.Errorf("takeover: session record: %w", err)
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, fmt.Errorf("%w: %s: %v", ErrNoSession, path, err)
@@ -112,11 +109,11 @@ func checkInitReply(reply []byte, st gofuse.Status) ([]byte, error) {
 	var oh gofuse.OutHeader
 	size := int(unsafe.Sizeof(oh))
 	if !st.Ok() || len(reply) < size {
-		return nil, fmt.Errorf("fuse: INIT answered %v with %d bytes", st, len(reply))
+		return nil, fmt.Errorf("takeover: INIT answered %v with %d bytes", st, len(reply))
 	}
 	oh = *(*gofuse.OutHeader)(unsafe.Pointer(&reply[0]))
 	if oh.Status != 0 {
-		return nil, fmt.Errorf("fuse: INIT refused: errno %d", -oh.Status)
+		return nil, fmt.Errorf("takeover: INIT refused: errno %d", -oh.Status)
 	}
 	return reply[size:], nil
 }
@@ -126,23 +123,23 @@ func checkInitReply(reply []byte, st gofuse.Status) ([]byte, error) {
 func resumeServer(rawfs gofuse.RawFileSystem, fuseFD int, rec sessionRecord, mo *gofuse.MountOptions) (*gofuse.Server, error) {
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("fuse: resume: %w", err)
+		return nil, fmt.Errorf("takeover: resume: %w", err)
 	}
 	defer func() { _ = unix.Close(sp[1]) }()
 	if _, err := unix.Write(sp[1], initRequest(rec.InitIn)); err != nil {
 		_ = unix.Close(sp[0])
-		return nil, fmt.Errorf("fuse: resume: %w", err)
+		return nil, fmt.Errorf("takeover: resume: %w", err)
 	}
 	srv, err := gofuse.NewServer(rawfs, fmt.Sprintf("/dev/fd/%d", sp[0]), mo)
 	if err != nil {
 		_ = unix.Close(sp[0])
-		return nil, fmt.Errorf("fuse: resume: %w", err)
+		return nil, fmt.Errorf("takeover: resume: %w", err)
 	}
 	// From here go-fuse owns sp[0] (its *os.File closes it).
 	buf := make([]byte, 4096)
 	n, err := unix.Read(sp[1], buf)
 	if err != nil {
-		return nil, fmt.Errorf("fuse: resume: reading the INIT reply: %w", err)
+		return nil, fmt.Errorf("takeover: resume: reading the INIT reply: %w", err)
 	}
 	out, err := checkInitReply(buf[:n], gofuse.OK)
 	if err != nil {
@@ -154,18 +151,9 @@ func resumeServer(rawfs gofuse.RawFileSystem, fuseFD int, rec sessionRecord, mo 
 		return nil, fmt.Errorf("%w: this process would negotiate differently from the connection's first server", ErrNoSession)
 	}
 	if err := unix.Dup3(fuseFD, sp[0], unix.O_CLOEXEC); err != nil {
-		return nil, fmt.Errorf("fuse: resume: %w", err)
+		return nil, fmt.Errorf("takeover: resume: %w", err)
 	}
 	return srv, nil
-}
-
-// unregisterWith releases inherited backing IDs through srv.
-func unregisterWith(srv *gofuse.Server, volumeID string) func(int32) {
-	return func(id int32) {
-		if errno := srv.UnregisterBackingFd(id); errno != 0 {
-			klog.ErrorS(errors.New(errno.Error()), "releasing an inherited backing file", "volume", volumeID, "id", id)
-		}
-	}
 }
 
 // notifyResend asks the kernel to queue again every request that was read
@@ -177,68 +165,7 @@ func notifyResend(fd int) error {
 	oh.Status = notifyCode
 	_, err := unix.Write(fd, unsafe.Slice((*byte)(unsafe.Pointer(&oh)), size))
 	if err != nil {
-		return fmt.Errorf("fuse: FUSE_NOTIFY_RESEND: %w", err)
+		return fmt.Errorf("takeover: FUSE_NOTIFY_RESEND: %w", err)
 	}
 	return nil
-}
-
-// newServer starts go-fuse on mountpoint: fresh (answering the kernel's
-// INIT, and recording it when so.File is set) or, with so.Resume,
-// resuming the connection of the /dev/fd/N mountpoint.
-func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode bool, mo *gofuse.MountOptions, so SessionOptions) (*gofuse.Server, error) {
-	if so.Resume && (!fdMode || so.File == "") {
-		return nil, fmt.Errorf("%w: resuming needs a /dev/fd/N mountpoint and a session file", ErrInvalidConfig)
-	}
-	sfs := newSessionFS(rawfs, so.Resume)
-	f.pinned = sfs.pinned
-	sfs.orphaned = f.writes.drop
-	sfs.marker = f
-	// Files staged for writers: a resumed session keeps those of inodes
-	// its predecessors still had open, for adoption (writes.go).
-	var inheritedOpen func(ino uint64) bool
-	if fdMode && so.File != "" {
-		l, inherited, err := openLedger(ledgerPath(so.File, so.ID), so.Resume)
-		if err != nil {
-			return nil, err
-		}
-		sfs.ledger = l
-		sfs.inherit(inherited)
-		if so.Resume {
-			klog.InfoS("resuming with inherited open files", "volume", f.cfg.VolumeID, "inodes", len(inherited))
-		}
-		if !l.unknown {
-			inheritedOpen = func(ino uint64) bool { _, ok := inherited[ino]; return ok }
-		}
-	}
-	if err := f.writes.scan(so.Resume, inheritedOpen); err != nil {
-		return nil, err
-	}
-	if !so.Resume {
-		srv, err := gofuse.NewServer(sfs, mountpoint, mo)
-		if err != nil || !fdMode || so.File == "" {
-			return srv, err
-		}
-		sfs.unregister = unregisterWith(srv, f.cfg.VolumeID)
-		if err := writeSessionRecord(so.File, so.ID, srv, sfs, mo); err != nil {
-			// Serving works; only a later takeover will not.
-			klog.ErrorS(err, "recording the FUSE session; a takeover will remount instead", "volume", f.cfg.VolumeID)
-		}
-		return srv, nil
-	}
-	rec, err := readSessionRecord(so.File, so.ID)
-	if err != nil {
-		return nil, err
-	}
-	fd, _ := strconv.Atoi(strings.TrimPrefix(mountpoint, "/dev/fd/"))
-	srv, err := resumeServer(sfs, fd, rec, mo)
-	if err != nil {
-		return nil, err
-	}
-	sfs.unregister = unregisterWith(srv, f.cfg.VolumeID)
-	if err := notifyResend(fd); err != nil {
-		// Requests the predecessor read stay unanswered: their callers
-		// hang until the mount is aborted. Say so loudly.
-		klog.ErrorS(err, "the kernel did not take FUSE_NOTIFY_RESEND (Linux < 6.9?); requests in flight at the takeover will not complete", "volume", f.cfg.VolumeID)
-	}
-	return srv, nil
 }

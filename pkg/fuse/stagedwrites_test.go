@@ -45,7 +45,7 @@ func TestStagedWritesFreshStartRemovesAll(t *testing.T) {
 	}
 	_ = part.Close()
 	s := newStagedWrites(dir)
-	if err := s.scan(false, nil); err != nil {
+	if err := s.scan(func(uint64) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	if left := names(t, dir); len(left) != 0 {
@@ -69,7 +69,7 @@ func TestStagedWritesResumeAdoptsNewestOfInheritedInodes(t *testing.T) {
 	_ = part.Close()
 
 	s := newStagedWrites(dir)
-	if err := s.scan(true, func(ino uint64) bool { return ino == 5 }); err != nil {
+	if err := s.scan(func(ino uint64) bool { return ino == 5 }); err != nil {
 		t.Fatal(err)
 	}
 	if left := names(t, dir); !slices.Equal(left, []string{filepath.Base(newer)}) {
@@ -94,28 +94,12 @@ func TestStagedWritesResumeAdoptsNewestOfInheritedInodes(t *testing.T) {
 	}
 }
 
-func TestStagedWritesUnknownLedgerKeepsAll(t *testing.T) {
-	dir := t.TempDir()
-	prev := newStagedWrites(dir)
-	a := stage(t, prev, 5, "a")
-	b := stage(t, prev, 9, "b")
-	s := newStagedWrites(dir)
-	if err := s.scan(true, nil); err != nil {
-		t.Fatal(err)
-	}
-	for ino, want := range map[uint64]string{5: a, 9: b} {
-		if p, ok := s.take(ino); !ok || p != want {
-			t.Errorf("take(%d) = %q, %v; want %q", ino, p, ok, want)
-		}
-	}
-}
-
 func TestStagedWritesDropRemovesUnadopted(t *testing.T) {
 	dir := t.TempDir()
 	prev := newStagedWrites(dir)
 	p := stage(t, prev, 5, "a")
 	s := newStagedWrites(dir)
-	if err := s.scan(true, func(uint64) bool { return true }); err != nil {
+	if err := s.scan(func(uint64) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	s.drop(5)

@@ -1,4 +1,4 @@
-package fuse
+package takeover
 
 import (
 	"os"
@@ -7,41 +7,8 @@ import (
 	"testing"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"k8s.io/klog/v2"
 )
-
-// rawStub answers every open with the handle 7 and the flags in next, and
-// records releases.
-type rawStub struct {
-	gofuse.RawFileSystem
-	next     uint32
-	released []uint64
-}
-
-func (r *rawStub) Open(_ <-chan struct{}, _ *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	out.Fh, out.OpenFlags = 7, r.next
-	return gofuse.OK
-}
-
-// Lookup revives any node (a resumed session asks before serving it).
-func (r *rawStub) Lookup(_ <-chan struct{}, h *gofuse.InHeader, _ string, out *gofuse.EntryOut) gofuse.Status {
-	out.NodeId = h.NodeId
-	return gofuse.OK
-}
-
-func (r *rawStub) Release(_ <-chan struct{}, in *gofuse.ReleaseIn) {
-	r.released = append(r.released, in.Fh)
-}
-
-func open(t *testing.T, s *sessionFS, ino uint64, flags uint32) (gofuse.OpenOut, gofuse.Status) {
-	t.Helper()
-	var out gofuse.OpenOut
-	st := s.Open(nil, &gofuse.OpenIn{InHeader: gofuse.InHeader{NodeId: ino}, Flags: flags}, &out)
-	return out, st
-}
-
-func release(s *sessionFS, ino, fh uint64) {
-	s.Release(nil, &gofuse.ReleaseIn{InHeader: gofuse.InHeader{NodeId: ino}, Fh: fh})
-}
 
 func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 	dir := t.TempDir()
@@ -55,8 +22,8 @@ func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 	// 11 once with the page cache, ino 12 in direct I/O, ino 13 opened and
 	// closed.
 	first := &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}
-	s1 := newSessionFS(first, false)
-	l1, inherited, err := openLedger(path, false)
+	s1, _ := newTestFS(t, first, false)
+	l1, inherited, err := openLedger(path, false, klog.Background())
 	if err != nil || len(inherited) != 0 {
 		t.Fatalf("fresh ledger: %v %v", inherited, err)
 	}
@@ -89,8 +56,8 @@ func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 
 	// The successor replays it.
 	second := &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}
-	s2 := newSessionFS(second, true)
-	l2, inherited, err := openLedger(path, true)
+	s2, hooks := newTestFS(t, second, true)
+	l2, inherited, err := openLedger(path, true, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,17 +91,20 @@ func TestLedgerCarriesOpenModesToASuccessor(t *testing.T) {
 	inheritedFh := s1.epoch | uint64(modePassthrough)<<fhModeShift | 7
 	release(s2, 10, inheritedFh)
 	release(s2, 10, inheritedFh+1)
-	if !s2.pinned(10) || len(unregistered) != 0 {
+	if !s2.pinned(10) || len(unregistered) != 0 || len(hooks.orphaned) != 0 {
 		t.Fatal("unpinned while our own open is still there")
 	}
 	release(s2, 10, out.Fh)
 	if s2.pinned(10) || len(unregistered) != 1 || unregistered[0] != 5 {
 		t.Errorf("after the last release: pinned %v, unregistered %v", s2.pinned(10), unregistered)
 	}
+	if len(hooks.orphaned) != 1 || hooks.orphaned[0] != 10 {
+		t.Errorf("the file system was told %v orphaned, want [10]", hooks.orphaned)
+	}
 	_ = l2.Close()
 
 	// What is left for a third process: ino 11 only.
-	l3, left, err := openLedger(path, true)
+	l3, left, err := openLedger(path, true, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +134,8 @@ func releaseU(s *sessionFS, ino, fh, unique uint64) {
 // successor opens the ledger at path as the next process would.
 func successor(t *testing.T, path string) (*sessionFS, map[uint64]ioCount) {
 	t.Helper()
-	s := newSessionFS(&rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, true)
-	l, inherited, err := openLedger(path, true)
+	s, _ := newTestFS(t, &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, true)
+	l, inherited, err := openLedger(path, true, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +154,8 @@ func successor(t *testing.T, path string) (*sessionFS, map[uint64]ioCount) {
 func TestLedgerCountsResentRequestsOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := ledgerPath(filepath.Join(dir, "fuse-session.json"), "abc")
-	s1 := newSessionFS(&rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, false)
-	l1, _, err := openLedger(path, false)
+	s1, _ := newTestFS(t, &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, false)
+	l1, _, err := openLedger(path, false, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

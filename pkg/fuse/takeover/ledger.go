@@ -1,4 +1,4 @@
-package fuse
+package takeover
 
 import (
 	"encoding/binary"
@@ -11,42 +11,15 @@ import (
 	"strings"
 	"sync"
 
-	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/internal/atomicfile"
 )
 
-// The kernel gives an inode one I/O mode at a time: while a file of it is
-// open in passthrough mode, every further open must be a passthrough open
-// on the same backing file (anything else fails with EIO), and while one
-// is open with the page cache, a passthrough open fails. A process that
-// takes a connection over cannot see the files its predecessor opened, so
-// each process keeps a ledger of its opens by mode in the cache directory
-// (one per connection): the successor replays it to learn which inodes
-// have inherited opens in which mode, and the backing ID of the
-// passthrough ones, which stays registered in the kernel after the
-// predecessor's death.
-
-// ioMode is the kernel's I/O mode of an open file.
-type ioMode uint64
-
-const (
-	modeDirect      ioMode = iota // FOPEN_DIRECT_IO: takes no inode mode
-	modePassthrough               // FOPEN_PASSTHROUGH on a backing file
-	modeCached                    // the page cache
-)
-
-// modeOf is the mode of an open reply.
-func modeOf(out *gofuse.OpenOut) ioMode {
-	switch {
-	case out.OpenFlags&gofuse.FOPEN_PASSTHROUGH != 0:
-		return modePassthrough
-	case out.OpenFlags&gofuse.FOPEN_DIRECT_IO != 0:
-		return modeDirect
-	}
-	return modeCached
-}
+// The I/O mode ledger: every open and release of a file in passthrough or
+// cached mode, appended as it happens, so that a successor learns which
+// inodes have open files in which mode (iomode.go). The on-disk format is
+// stated in doc.go.
 
 // ioCount is one inode's open files by mode.
 type ioCount struct {
@@ -54,15 +27,13 @@ type ioCount struct {
 	backing    int32 // backing ID of the passthrough opens
 }
 
-// A request the kernel resends (FUSE_NOTIFY_RESEND) carries its first
-// unique with this bit set. A dead process may have recorded an OPEN or
-// a RELEASE and died before its reply reached the kernel: the successor
-// gets the same request again and must not count it twice (a release
-// counted twice unpins an inode the kernel still has open, and the next
-// open in the other mode fails with EIO). So every record carries its
-// request's unique, and a resent request whose unique the predecessors
-// recorded is answered without counting it again.
-const resendBit = 1 << 63
+// A dead process may have recorded an OPEN or a RELEASE and died before
+// its reply reached the kernel: the successor gets the same request again
+// (resent.go) and must not count it twice (a release counted twice unpins
+// an inode the kernel still has open, and the next open in the other mode
+// fails with EIO). So every record carries its request's unique, and a
+// resent request whose unique the predecessors recorded is answered
+// without counting it again.
 
 // ledgerRecord is the on-disk record, little endian: ino (8 bytes),
 // backing ID (4), op (1: 1 open, 2 close, ored with opUncounted), mode
@@ -101,6 +72,7 @@ const ledgerCompactAt = 1 << 20
 type ioLedger struct {
 	// constant
 	path string
+	log  klog.Logger
 
 	mu      sync.Mutex // guards the fields below
 	f       *os.File
@@ -127,8 +99,8 @@ func legacyLedgerPath(path string) string {
 // openLedger opens the connection's ledger. A fresh connection starts an
 // empty one (removing those of earlier connections); a resumed one
 // replays it and returns the inherited opens.
-func openLedger(path string, resume bool) (*ioLedger, map[uint64]ioCount, error) {
-	l := &ioLedger{path: path, live: map[uint64]ioCount{}, recent: map[uint64]recentOp{}}
+func openLedger(path string, resume bool, log klog.Logger) (*ioLedger, map[uint64]ioCount, error) {
+	l := &ioLedger{path: path, log: log, live: map[uint64]ioCount{}, recent: map[uint64]recentOp{}}
 	if !resume {
 		old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "fuse-iomodes*-*.log"))
 		for _, p := range old {
@@ -157,12 +129,12 @@ func (l *ioLedger) replay() error {
 		b, err = os.ReadFile(legacyLedgerPath(l.path))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		klog.InfoS("no I/O mode ledger for this connection: inherited open files are unknown", "path", l.path)
+		l.log.Info("no I/O mode ledger for this connection: inherited open files are unknown", "path", l.path)
 		l.unknown = true
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("fuse: read the I/O mode ledger: %w", err)
+		return fmt.Errorf("takeover: read the I/O mode ledger: %w", err)
 	}
 	n := len(b) / size
 	for i := 0; i < n; i++ {
@@ -227,11 +199,11 @@ func (l *ioLedger) rewrite() error {
 	// Not fsynced, like the appended records: the ledger only serves a
 	// successor on the same kernel connection, which a machine crash ends.
 	if err := atomicfile.WriteFile(l.path, buf, 0o600, atomicfile.NoSync); err != nil {
-		return fmt.Errorf("fuse: write the I/O mode ledger: %w", err)
+		return fmt.Errorf("takeover: write the I/O mode ledger: %w", err)
 	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("fuse: open the I/O mode ledger: %w", err)
+		return fmt.Errorf("takeover: open the I/O mode ledger: %w", err)
 	}
 	if l.f != nil {
 		_ = l.f.Close()
@@ -303,7 +275,7 @@ func (l *ioLedger) record(ino uint64, open bool, mode ioMode, backing int32, uni
 func (l *ioLedger) fail(err error) {
 	if !l.failed {
 		l.failed = true
-		klog.ErrorS(err, "writing the I/O mode ledger failed; a takeover may refuse some opens", "path", l.path)
+		l.log.Error(err, "writing the I/O mode ledger failed; a takeover may refuse some opens", "path", l.path)
 	}
 }
 

@@ -67,12 +67,12 @@ func parseName(name string) (ino, gen uint64, ok bool) {
 	return ino, gen, err1 == nil && err2 == nil
 }
 
-// scan runs once before serving. Partial copies are removed; a fresh
-// connection removes every staged file (their writers' connection is gone,
-// and each of them got an error from it), a resumed one keeps those of
-// inodes the predecessors still had open (inherited reports them; nil:
-// unknown, keep all) for adoption.
-func (s *stagedWrites) scan(resumed bool, inherited func(ino uint64) bool) error {
+// scan runs once before serving. Partial copies are removed, and so are
+// the staged files of inodes no predecessor may still have open
+// (inherited; in a fresh connection none: their writers' connection is
+// gone, and each of them got an error from it); the others are kept for
+// adoption.
+func (s *stagedWrites) scan(inherited func(ino uint64) bool) error {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -87,7 +87,7 @@ func (s *stagedWrites) scan(resumed bool, inherited func(ino uint64) bool) error
 	for _, e := range entries {
 		name := e.Name()
 		ino, gen, ok := parseName(name)
-		if !ok || !e.Type().IsRegular() || !resumed || (inherited != nil && !inherited(ino)) {
+		if !ok || !e.Type().IsRegular() || !inherited(ino) {
 			remove = append(remove, name)
 			continue
 		}

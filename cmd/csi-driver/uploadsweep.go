@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/basin-csi/basin/pkg/driver"
+)
+
+// The annotations the csi-provisioner sidecar puts on a PersistentVolume
+// it provisioned with a provisioner secret: which secret DeleteVolume
+// gets.
+const (
+	deletionSecretName      = "volume.kubernetes.io/provisioner-deletion-secret-name"
+	deletionSecretNamespace = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+)
+
+// sweptVolumes lists the driver's PersistentVolumes with their
+// credentials for the controller's sweep of abandoned uploads
+// (driver.UploadSweeper): the provisioner secret of a provisioned volume,
+// the stage or publish secret of a static one, none otherwise (the
+// default credential chain).
+func sweptVolumes(cs kubernetes.Interface, driverName string) func(context.Context) ([]driver.SweptVolume, error) {
+	return func(ctx context.Context) ([]driver.SweptVolume, error) {
+		pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list PersistentVolumes: %w", err)
+		}
+		var out []driver.SweptVolume
+		var errs []error
+		for i := range pvs.Items {
+			pv := &pvs.Items[i]
+			if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driverName {
+				continue
+			}
+			v := driver.SweptVolume{ID: pv.Spec.CSI.VolumeHandle}
+			if ref := secretRef(pv); ref != nil {
+				s, err := cs.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("PersistentVolume %s: secret %s/%s: %w", pv.Name, ref.Namespace, ref.Name, err))
+					continue
+				}
+				v.Secrets = make(map[string]string, len(s.Data))
+				for k, b := range s.Data {
+					v.Secrets[k] = string(b)
+				}
+			}
+			out = append(out, v)
+		}
+		if len(errs) > 0 {
+			return out, fmt.Errorf("%d volumes left out: %w", len(errs), errs[0])
+		}
+		return out, nil
+	}
+}
+
+// secretRef is the secret whose credentials reach a volume's bucket.
+func secretRef(pv *corev1.PersistentVolume) *corev1.SecretReference {
+	if name, ns := pv.Annotations[deletionSecretName], pv.Annotations[deletionSecretNamespace]; name != "" {
+		return &corev1.SecretReference{Name: name, Namespace: ns}
+	}
+	if pv.Spec.CSI.NodeStageSecretRef != nil {
+		return pv.Spec.CSI.NodeStageSecretRef
+	}
+	return pv.Spec.CSI.NodePublishSecretRef
+}

@@ -1,0 +1,75 @@
+package fuse
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestResentExclusiveCreate: a process died after its claim of "mine"
+// reached the bucket and before it answered the CREATE (it left a claim
+// note, and the empty object). Its successor answers the first exclusive
+// create of "mine" as done, once; an empty object nobody's note names
+// ("theirs") is another creator's: EEXIST. The notes are gone once the
+// successor serves.
+func TestResentExclusiveCreate(t *testing.T) {
+	store, _ := newFileStore(t)
+	spec := mountSpec{cfg: Config{NegativeMetadataTTL: time.Hour}, cache: realCache}
+	backend := newBackend(t, store, spec)
+	fsys, err := newFS(spec.cfg, store, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := backend.WritesDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, claimNotePrefix+"1"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := mountFS(t, fsys)
+	if left, _ := filepath.Glob(filepath.Join(dir, claimNotePrefix+"*")); len(left) != 0 {
+		t.Errorf("claim notes left after the start: %v", left)
+	}
+	// The kernel sent the CREATE because it believed the name missing:
+	// give it that negative entry, then the objects appear.
+	for _, name := range []string{"mine", "theirs"} {
+		if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, name)) }); errnoOf(err) != syscall.ENOENT {
+			t.Fatalf("stat %s: %v", name, err)
+		}
+		put(t, store, name, nil)
+	}
+	create := func(name string) error {
+		_, err := within(t, "create "+name, func() (int, error) {
+			f, err := os.OpenFile(path(m, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err != nil {
+				return 0, err
+			}
+			n, err := f.WriteString("by the successor")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return n, err
+		})
+		return err
+	}
+	if err := create("mine"); err != nil {
+		t.Fatalf("the resent exclusive create of the predecessor's claim: %v, want success", err)
+	}
+	wantObject(t, store, "mine", []byte("by the successor"))
+	if err := create("theirs"); errnoOf(err) != syscall.EEXIST {
+		t.Errorf("exclusive create of another creator's empty object: %v, want EEXIST", err)
+	}
+	if _, err := within(t, "unlink", func() (struct{}, error) { return struct{}{}, os.Remove(path(m, "mine")) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "mine")) }); errnoOf(err) != syscall.ENOENT {
+		t.Fatalf("stat after unlink: %v", err)
+	}
+	put(t, store, "mine", nil)
+	if err := create("mine"); errnoOf(err) != syscall.EEXIST {
+		t.Errorf("a second exclusive create of the predecessor's key: %v, want EEXIST (answered as done once)", err)
+	}
+}
