@@ -177,33 +177,15 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 	return c, errors.Join(errs...)
 }
 
-// runtimeConfig turns a spec into the cache's and the file system's
-// configuration: the one place a spec's fields meet pkg/cache and
-// pkg/fuse.
+// runtimeConfig gives the cache and the file system the spec, each
+// beside what only this process knows: the volume's ID and, for the
+// cache, the origin its data files are keyed by. Each reads the settings
+// it uses from the spec itself, so a new setting passes through here
+// untouched.
 func runtimeConfig(s mountspec.Spec, volumeID string) (cache.Options, fuse.Config) {
 	origin := s.SourceURL()
 	if s.Endpoint != "" {
 		origin += " @" + s.Endpoint
 	}
-	uid, gid := s.UID, s.GID
-	if uid < 0 {
-		uid = int64(os.Geteuid())
-	}
-	if gid < 0 {
-		gid = int64(os.Getegid())
-	}
-	co := cache.Options{
-		VolumeID: volumeID, Origin: origin,
-		BlockSize: s.CacheBlockSize, Capacity: s.CacheSize,
-		MetadataTTL: s.MetadataTTL, NegativeMetadataTTL: s.NegativeMetadataTTL,
-		MaxParallelFetches: s.MaxParallelFetches,
-		Prefetch:           s.Prefetch, PrefetchBudget: s.PrefetchBudget,
-	}
-	fc := fuse.Config{
-		VolumeID: volumeID, ReadOnly: s.Flags().ReadOnly,
-		UID: uint32(uid), GID: uint32(gid), FileMode: s.FileMode, DirMode: s.DirMode,
-		MetadataTTL: s.MetadataTTL, NegativeMetadataTTL: s.NegativeMetadataTTL,
-		ReadAhead: s.ReadAhead, OpTimeout: s.OpTimeout, OpenMode: s.OpenMode,
-	}
-	return co, fc
+	return cache.Options{Spec: s, VolumeID: volumeID, Origin: origin}, fuse.Config{Spec: s, VolumeID: volumeID}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	flagpkg "flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -29,10 +28,10 @@ func TestParseMountArgs(t *testing.T) {
 			if !reflect.DeepEqual(c.Spec, want) {
 				t.Errorf("spec %+v, want %+v", c.Spec, want)
 			}
-			if c.Mountpoint != mnt || c.FS.ReadOnly || c.FS.MetadataTTL != time.Minute || c.Cache.Capacity != 10<<30 || c.Cache.PrefetchBudget != 4<<30 {
+			if c.Mountpoint != mnt || c.FS.ReadOnly || c.FS.MetadataTTL != time.Minute || c.Cache.CacheSize != 10<<30 || c.Cache.PrefetchBudget != 4<<30 {
 				t.Errorf("config %+v", c)
 			}
-			if c.FS.UID != uint32(os.Geteuid()) || c.FS.FileMode != 0o644 || c.FS.DirMode != 0o755 {
+			if c.FS.UID != -1 || c.FS.GID != -1 || c.FS.FileMode != 0o644 || c.FS.DirMode != 0o755 {
 				t.Errorf("ownership %d %o %o", c.FS.UID, c.FS.FileMode, c.FS.DirMode)
 			}
 			if !strings.HasPrefix(c.VolumeID, "manual-") || c.Cache.VolumeID != c.VolumeID || !strings.HasSuffix(c.CacheDir, c.VolumeID) {
@@ -57,7 +56,7 @@ func TestParseMountArgs(t *testing.T) {
 			if got := c.Spec.StoreConfig(); got != want {
 				t.Errorf("store %+v, want %+v", got, want)
 			}
-			if c.CacheDir != "/var/cache/x" || c.Cache.Capacity != 1<<30 || c.Cache.BlockSize != 1<<20 ||
+			if c.CacheDir != "/var/cache/x" || c.Cache.CacheSize != 1<<30 || c.Cache.CacheBlockSize != 1<<20 ||
 				c.Cache.MetadataTTL != -1 || c.Cache.NegativeMetadataTTL != 0 || c.Cache.MaxParallelFetches != 3 || c.Cache.VolumeID != "vol-1" {
 				t.Errorf("cache %q %+v", c.CacheDir, c.Cache)
 			}

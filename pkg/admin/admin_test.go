@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -28,7 +29,7 @@ func liveFixture(t *testing.T, capacity int64) (*cache.Cache, *Client, string) {
 	ctx := context.Background()
 	fake := objstoretest.NewFake()
 	dir := t.TempDir()
-	c, err := cache.Open(ctx, dir, fake, cache.Options{VolumeID: "vol-1", Origin: "fake://b/", BlockSize: 64 * kib, Capacity: capacity, MinFreeRatio: -1})
+	c, err := cache.Open(ctx, dir, fake, cache.Options{Spec: mountspec.Spec{CacheBlockSize: 64 * kib, CacheSize: capacity}, VolumeID: "vol-1", Origin: "fake://b/", MinFreeRatio: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

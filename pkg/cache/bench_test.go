@@ -24,7 +24,7 @@ func warmFixture(b *testing.B) (*Handle, *os.File) {
 	info := put(b, fake, "warm", data)
 	dir := b.TempDir()
 	opts := testOpts()
-	opts.BlockSize, opts.PartSize, opts.SmallObjectSize = DefaultBlockSize, DefaultPartSize, DefaultSmallObjectSize
+	opts.CacheBlockSize, opts.PartSize, opts.SmallObjectSize = DefaultBlockSize, DefaultPartSize, DefaultSmallObjectSize
 	c := openTest(b, filepath.Join(dir, "cache"), fake, opts)
 	b.Cleanup(func() { _ = c.Close() })
 	h := openObj(b, c, info)

@@ -360,7 +360,7 @@ func (c *Cache) Dir() string { return c.dir }
 func (c *Cache) Stats() Stats {
 	s := Stats{
 		UsedBytes:      c.used.Load(),
-		Capacity:       c.opts.Capacity,
+		Capacity:       c.opts.CacheSize,
 		Objects:        c.objectCount.Load(),
 		Hits:           c.stats.hits.Load(),
 		Misses:         c.stats.misses.Load(),

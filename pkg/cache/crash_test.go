@@ -40,7 +40,7 @@ const (
 func crashOpts() Options {
 	o := testOpts()
 	o.Origin = "file://crash/"
-	o.Capacity = 3 * mib // forces eviction while the child runs
+	o.CacheSize = 3 * mib // forces eviction while the child runs
 	o.MetadataTTL = 0
 	o.NegativeMetadataTTL = 0
 	return o

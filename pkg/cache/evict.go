@@ -46,16 +46,16 @@ func (c *Cache) kickEvictIfOver() {
 }
 
 func (c *Cache) overHigh() bool {
-	return c.opts.Capacity > 0 && float64(c.used.Load()) > c.opts.HighWatermark*float64(c.opts.Capacity)
+	return c.opts.CacheSize > 0 && float64(c.used.Load()) > c.opts.HighWatermark*float64(c.opts.CacheSize)
 }
 
 // lowTarget is the used bytes background eviction stops at, leaving room
 // for need more; -1 means no capacity limit.
 func (c *Cache) lowTarget(need int64) int64 {
-	if c.opts.Capacity <= 0 {
+	if c.opts.CacheSize <= 0 {
 		return -1
 	}
-	return int64(c.opts.LowWatermark*float64(c.opts.Capacity)) - need
+	return int64(c.opts.LowWatermark*float64(c.opts.CacheSize)) - need
 }
 
 // freeGoal is the free-space ratio eviction for the floor stops at.
@@ -89,7 +89,7 @@ func (c *Cache) admit(n int64) bool {
 // synchronously to make room; false means it does not fit and nothing was
 // added. The caller settles the reservation against what it allocates.
 func (c *Cache) reserve(n int64) bool {
-	capacity := c.opts.Capacity
+	capacity := c.opts.CacheSize
 	if capacity <= 0 {
 		c.used.Add(n)
 		return true
@@ -120,8 +120,8 @@ func (c *Cache) tryReserve(n, capacity int64) bool {
 // (the background loop continues to the low one).
 func (c *Cache) evictSync(need int64) {
 	target := int64(-1)
-	if c.opts.Capacity > 0 {
-		target = min(int64(c.opts.HighWatermark*float64(c.opts.Capacity)), c.opts.Capacity) - need
+	if c.opts.CacheSize > 0 {
+		target = min(int64(c.opts.HighWatermark*float64(c.opts.CacheSize)), c.opts.CacheSize) - need
 	}
 	floor := -1.0
 	if c.opts.MinFreeRatio >= 0 {

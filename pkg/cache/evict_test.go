@@ -52,9 +52,9 @@ func cachedGETs(t *testing.T, c *Cache, fake *objstoretest.Fake, info objstore.O
 func TestEvictionOrderAndWatermarks(t *testing.T) {
 	opts := testOpts()
 	opts.Now = newFakeClock().Now
-	opts.Capacity = 640 * kib // ten 64 KiB objects
-	opts.HighWatermark = 0.8  // 512 KiB
-	opts.LowWatermark = 0.5   // 320 KiB
+	opts.CacheSize = 640 * kib // ten 64 KiB objects
+	opts.HighWatermark = 0.8   // 512 KiB
+	opts.LowWatermark = 0.5    // 320 KiB
 	c, fake, _ := newFixture(t, opts)
 	var infos []objstore.ObjectInfo
 	var datas [][]byte
@@ -105,7 +105,7 @@ func indexed(t *testing.T, c *Cache, key string) bool {
 func TestPinnedObjectsAreNotEvicted(t *testing.T) {
 	opts := testOpts()
 	opts.Now = newFakeClock().Now
-	opts.Capacity = 256 * kib
+	opts.CacheSize = 256 * kib
 	c, fake, _ := newFixture(t, opts)
 	a, b := randBytes(200, 100*kib), randBytes(201, 100*kib)
 	ia, ib := put(t, fake, "a", a), put(t, fake, "b", b)
@@ -125,8 +125,8 @@ func TestPinnedObjectsAreNotEvicted(t *testing.T) {
 		if got := readObject(t, c, info); !bytes.Equal(got, d) {
 			t.Fatalf("x%d: wrong bytes", i)
 		}
-		if used := c.Stats().UsedBytes; used > opts.Capacity {
-			t.Fatalf("used %d above capacity %d", used, opts.Capacity)
+		if used := c.Stats().UsedBytes; used > opts.CacheSize {
+			t.Fatalf("used %d above capacity %d", used, opts.CacheSize)
 		}
 	}
 	waitQuiescent(t, c) // a fetch the last read started may still be running: its GET is not a's or b's
@@ -143,7 +143,7 @@ func TestPinnedObjectsAreNotEvicted(t *testing.T) {
 
 func TestUncachedWhenFull(t *testing.T) {
 	opts := testOpts()
-	opts.Capacity = 64 * kib // one block
+	opts.CacheSize = 64 * kib // one block
 	c, fake, _ := newFixture(t, opts)
 	pin := randBytes(300, 60*kib)
 	hp := openObj(t, c, put(t, fake, "pin", pin))
@@ -160,8 +160,8 @@ func TestUncachedWhenFull(t *testing.T) {
 			t.Fatalf("round %d: no GET although nothing could be cached", round)
 		}
 	}
-	if used := c.Stats().UsedBytes; used > opts.Capacity {
-		t.Errorf("used %d above capacity %d", used, opts.Capacity)
+	if used := c.Stats().UsedBytes; used > opts.CacheSize {
+		t.Errorf("used %d above capacity %d", used, opts.CacheSize)
 	}
 }
 

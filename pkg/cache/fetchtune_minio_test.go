@@ -17,7 +17,7 @@ func TestMinIOSequentialReadRaisesFetchParallelism(t *testing.T) {
 		store := shapedStore{Store: minioStore(t), bytesPerSec: 4e6} // one connection of a slow link per GET
 		opts := testOpts()
 		opts.Origin = "s3://minio/"
-		opts.BlockSize, opts.PartSize, opts.SmallObjectSize = mib, mib, mib
+		opts.CacheBlockSize, opts.PartSize, opts.SmallObjectSize = mib, mib, mib
 		opts.MaxParallelFetches = bound
 		tune := testTuning()
 		tune.initialFetches = 2

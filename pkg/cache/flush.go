@@ -275,7 +275,7 @@ func (c *Cache) writeUsage() {
 		VolumeID:       c.opts.VolumeID,
 		UsedBytes:      c.used.Load(),
 		Objects:        c.objectCount.Load(),
-		Capacity:       c.opts.Capacity,
+		Capacity:       c.opts.CacheSize,
 		LastAccessNano: c.lastAccess.Load(),
 	}
 	c.usageMu.Lock()

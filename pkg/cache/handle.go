@@ -69,7 +69,7 @@ func (c *Cache) openObject(ctx context.Context, info objstore.ObjectInfo) (*Hand
 	var o *object
 	if old != nil {
 		c.detachLocked(old)
-		o = newObject(c, info, c.opts.BlockSize)
+		o = newObject(c, info, c.opts.CacheBlockSize)
 		o.dirty = true // the flush replaces old's record
 	} else {
 		var err error
@@ -169,11 +169,11 @@ func (c *Cache) loadLocked(info objstore.ObjectInfo) (*object, error) {
 		return nil, fmt.Errorf("cache: read index: %w", err)
 	}
 	if !found {
-		return newObject(c, info, c.opts.BlockSize), nil
+		return newObject(c, info, c.opts.CacheBlockSize), nil
 	}
 	if rec.BlockSize == 0 || rec.Version != info.Version || rec.Size != info.Size {
 		// Another version (or garbage): forget it and its data.
-		o := newObject(c, info, c.opts.BlockSize)
+		o := newObject(c, info, c.opts.CacheBlockSize)
 		o.dirty = true
 		if rec.BlockSize != 0 {
 			c.unlinkDataLocked(info.Key, objectID(c.opts.Origin, info.Key, rec.Version, rec.Size))

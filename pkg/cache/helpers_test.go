@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
@@ -38,15 +39,17 @@ func testTuning() tuning {
 // testOpts are small blocks so tests touch many of them cheaply.
 func testOpts() Options {
 	return Options{
-		VolumeID:            "test",
-		Origin:              "fake://bucket/",
-		BlockSize:           64 * kib,
-		PartSize:            128 * kib,
-		SmallObjectSize:     128 * kib,
-		MetadataTTL:         time.Minute,
-		NegativeMetadataTTL: time.Minute,
-		MinFreeRatio:        -1,
-		Prefetch:            true,
+		Spec: mountspec.Spec{
+			CacheBlockSize:      64 * kib,
+			MetadataTTL:         time.Minute,
+			NegativeMetadataTTL: time.Minute,
+			Prefetch:            true,
+		},
+		VolumeID:        "test",
+		Origin:          "fake://bucket/",
+		PartSize:        128 * kib,
+		SmallObjectSize: 128 * kib,
+		MinFreeRatio:    -1,
 	}
 }
 

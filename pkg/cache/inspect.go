@@ -252,7 +252,7 @@ type GCResult struct {
 // stay, so After may remain above Target.
 func (c *Cache) GC(target int64) (GCResult, error) {
 	if target < 0 {
-		if c.opts.Capacity <= 0 {
+		if c.opts.CacheSize <= 0 {
 			return GCResult{}, fmt.Errorf("%w: the cache has no capacity; give a target", ErrInvalidArgument)
 		}
 		target = c.lowTarget(0)

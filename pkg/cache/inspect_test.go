@@ -80,7 +80,7 @@ func TestEntries(t *testing.T) {
 		if e.LastAccess.IsZero() || (i > 0 && e.LastAccess.Before(all[i-1].LastAccess)) {
 			t.Errorf("%s: last access %v out of order", e.Key, e.LastAccess)
 		}
-		if e.Alloc <= 0 || e.BlockSize != opts.BlockSize {
+		if e.Alloc <= 0 || e.BlockSize != opts.CacheBlockSize {
 			t.Errorf("%s: alloc %d, block size %d", e.Key, e.Alloc, e.BlockSize)
 		}
 		want := e.Blocks
@@ -164,7 +164,7 @@ func TestPinnedObjectsCount(t *testing.T) {
 func TestGC(t *testing.T) {
 	opts := testOpts()
 	opts.Now = newFakeClock().Now
-	opts.Capacity = 10 * mib
+	opts.CacheSize = 10 * mib
 	c, fake, _ := newFixture(t, opts)
 	fillInspect(t, c, fake)
 	before := c.Stats().UsedBytes
@@ -228,7 +228,7 @@ func corruptDataFile(t *testing.T, dir string) string {
 
 func TestOffline(t *testing.T) {
 	opts := testOpts()
-	opts.Capacity = 10 * mib
+	opts.CacheSize = 10 * mib
 	fake := objstoretest.NewFake()
 	dir := t.TempDir()
 	c := openTest(t, dir, fake, opts)

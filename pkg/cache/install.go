@@ -48,7 +48,7 @@ func (c *Cache) Install(ctx context.Context, info objstore.ObjectInfo, stagedPat
 		c.recordWritten(info)
 		return fmt.Errorf("%w: installing %d bytes of %q", ErrNoSpace, fi.Size(), info.Key)
 	}
-	o := newObject(c, info, c.opts.BlockSize)
+	o := newObject(c, info, c.opts.CacheBlockSize)
 	if err := c.checksumFile(ctx, o, f); err != nil {
 		c.used.Add(-reserved)
 		return err

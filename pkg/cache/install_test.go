@@ -129,7 +129,7 @@ func TestInstallErrors(t *testing.T) {
 // key's attributes are the new version's all the same.
 func TestInstallBeyondCapacity(t *testing.T) {
 	opts := testOpts()
-	opts.Capacity = 256 * kib
+	opts.CacheSize = 256 * kib
 	c, fake, _ := newFixture(t, opts)
 	old := put(t, fake, "f", randBytes(820, 10*kib))
 	readObject(t, c, old)
@@ -137,8 +137,8 @@ func TestInstallBeyondCapacity(t *testing.T) {
 	if err := c.Install(context.Background(), info, staged); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("Install of 512 KiB into a 256 KiB cache: %v, want ErrNoSpace", err)
 	}
-	if used := c.Stats().UsedBytes; used > opts.Capacity {
-		t.Errorf("used %d above capacity %d", used, opts.Capacity)
+	if used := c.Stats().UsedBytes; used > opts.CacheSize {
+		t.Errorf("used %d above capacity %d", used, opts.CacheSize)
 	}
 	if _, err := os.Stat(staged); err != nil {
 		t.Errorf("staged file: %v; it stays the caller's", err)

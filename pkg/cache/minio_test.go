@@ -195,8 +195,8 @@ func BenchmarkColdFetchMinIO(b *testing.B) {
 			{"cache-parallel-parts", DefaultSmallObjectSize, DefaultMaxParallelFetches},
 		} {
 			b.Run(net.name+"/"+bc.name, func(b *testing.B) {
-				opts := Options{VolumeID: "bench", Origin: "s3://minio/", SmallObjectSize: bc.small,
-					MaxParallelFetches: bc.parallel, MinFreeRatio: -1}
+				opts := Options{VolumeID: "bench", Origin: "s3://minio/", SmallObjectSize: bc.small, MinFreeRatio: -1}
+				opts.MaxParallelFetches = bc.parallel
 				buf := make([]byte, 1*mib)
 				b.SetBytes(size)
 				i := 0

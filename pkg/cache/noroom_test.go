@@ -13,7 +13,7 @@ import (
 // every block again when the reader reaches it.
 func TestNoRoomNoReadAhead(t *testing.T) {
 	opts := testOpts()
-	opts.Capacity = 32 * kib
+	opts.CacheSize = 32 * kib
 	c, fake, _ := newFixture(t, opts)
 	data := randBytes(330, 4*mib)
 	info := put(t, fake, "big", data)
@@ -33,8 +33,8 @@ func TestNoRoomNoReadAhead(t *testing.T) {
 	if !bytes.Equal(out, data) {
 		t.Fatal("bytes differ")
 	}
-	if used := c.Stats().UsedBytes; used > opts.Capacity {
-		t.Errorf("used %d bytes, capacity %d", used, opts.Capacity)
+	if used := c.Stats().UsedBytes; used > opts.CacheSize {
+		t.Errorf("used %d bytes, capacity %d", used, opts.CacheSize)
 	}
 	if got := fake.BytesRead(); got > info.Size*3/2 {
 		t.Errorf("fetched %d bytes for a %d-byte object read once; want at most 1.5×", got, info.Size)

@@ -5,52 +5,50 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/mountdefaults"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
-// Options configure one volume's cache. The settings a mount spec holds
-// have its names and meanings (pkg/mountspec): zero means there what it
-// means in the spec (MetadataTTL 0: always revalidate; Prefetch false:
-// off). Zero values of the others mean the defaults.
+// Options configure one volume's cache. The mount's settings are its
+// spec (pkg/mountspec), embedded with the spec's names and meanings: the
+// cache reads CacheBlockSize, CacheSize, MetadataTTL,
+// NegativeMetadataTTL, MaxParallelFetches, Prefetch and PrefetchBudget
+// there, so a new setting the cache uses is a field of the spec and
+// nothing here. A zero spec value means what it means in the spec
+// (MetadataTTL 0: always revalidate; Prefetch false: off), except the
+// sizes and counts, whose zero means the default. Zero values of the
+// cache's own knobs below mean the defaults.
 type Options struct {
+	// Spec is the mount's settings. CacheBlockSize is the presence/CRC
+	// granularity (a multiple of 4 KiB; objects cached with another block
+	// size keep theirs); CacheSize caps the bytes the cache may allocate
+	// on disk (0: only the free-space floor limits it); the TTLs say how
+	// long cached attributes and listings (MetadataTTL) and "not found"
+	// (NegativeMetadataTTL) are trusted (0: always revalidate, < 0:
+	// forever); MaxParallelFetches bounds concurrent GETs (the cache
+	// starts with at most 8 and raises the number while the measured
+	// throughput grows with it, fetchtune.go, also within the buffer
+	// budget, maxFetches); Prefetch turns directory prefetch (prefetch.go)
+	// on, PrefetchBudget bounds the bytes it fetched and nobody opened
+	// since.
+	mountspec.Spec
 	// VolumeID names the volume in logs and in the node budget.
 	VolumeID string
 	// Origin identifies what the store views, e.g. "s3://bucket/prefix/".
 	// It is part of every data file's hash so entries of different
 	// buckets/prefixes never collide.
 	Origin string
-	// BlockSize is the presence/CRC granularity (default 4 MiB). It must be
-	// a multiple of 4 KiB. Objects cached with another block size keep theirs.
-	BlockSize int64
-	// Capacity caps the bytes the cache may allocate on disk (0: only the
-	// free-space floor limits it).
-	Capacity int64
-	// HighWatermark and LowWatermark are fractions of Capacity: eviction
+	// HighWatermark and LowWatermark are fractions of CacheSize: eviction
 	// starts above high and stops at low (defaults 0.95 and 0.85).
 	HighWatermark, LowWatermark float64
 	// MinFreeRatio keeps this fraction of the cache disk free (default 0.05;
 	// < 0 disables the floor). Eviction for the floor stops once
 	// MinFreeRatio + (HighWatermark - LowWatermark) of the disk is free.
 	MinFreeRatio float64
-	// MetadataTTL is how long cached attributes and listings are trusted:
-	// 0 = always revalidate, < 0 = forever.
-	MetadataTTL time.Duration
-	// NegativeMetadataTTL is how long a "not found" is trusted (same conventions).
-	NegativeMetadataTTL time.Duration
 	// SmallObjectSize: objects up to this size are fetched whole in one GET
 	// on first miss (default 8 MiB).
 	SmallObjectSize int64
 	// PartSize is the ranged-GET size for large objects (default 8 MiB).
 	PartSize int64
-	// MaxParallelFetches bounds concurrent GETs of this cache (default
-	// 32). The cache starts with at most 8 and raises the number while the
-	// measured throughput grows with it (fetchtune.go), also within the
-	// buffer budget (maxFetches).
-	MaxParallelFetches int
-	// Prefetch turns directory prefetch (prefetch.go) on, as a mount's
-	// spec does unless it says prefetch false; PrefetchBudget bounds the
-	// bytes it fetched and nobody opened since (default 4 GiB).
-	Prefetch       bool
-	PrefetchBudget int64
 	// PrefetchWorkers is how many objects directory prefetch fetches at
 	// once, beside MaxParallelFetches (default 64).
 	PrefetchWorkers int
@@ -75,8 +73,8 @@ const (
 
 // withDefaults returns o with zero values replaced by the defaults.
 func (o Options) withDefaults() Options {
-	if o.BlockSize == 0 {
-		o.BlockSize = DefaultBlockSize
+	if o.CacheBlockSize == 0 {
+		o.CacheBlockSize = DefaultBlockSize
 	}
 	if o.HighWatermark == 0 {
 		o.HighWatermark = DefaultHighWatermark
@@ -111,10 +109,10 @@ func (o Options) withDefaults() Options {
 // validate checks options after withDefaults.
 func (o Options) validate() error {
 	switch {
-	case o.BlockSize < 4096 || o.BlockSize%4096 != 0 || o.BlockSize > maxBlockSize:
-		return fmt.Errorf("%w: BlockSize %d is not a multiple of 4 KiB up to 1 GiB", ErrInvalidOptions, o.BlockSize)
-	case o.Capacity < 0:
-		return fmt.Errorf("%w: negative Capacity", ErrInvalidOptions)
+	case o.CacheBlockSize < 4096 || o.CacheBlockSize%4096 != 0 || o.CacheBlockSize > maxBlockSize:
+		return fmt.Errorf("%w: CacheBlockSize %d is not a multiple of 4 KiB up to 1 GiB", ErrInvalidOptions, o.CacheBlockSize)
+	case o.CacheSize < 0:
+		return fmt.Errorf("%w: negative CacheSize", ErrInvalidOptions)
 	case !(0 < o.LowWatermark && o.LowWatermark < o.HighWatermark && o.HighWatermark <= 1):
 		return fmt.Errorf("%w: watermarks need 0 < low (%g) < high (%g) <= 1", ErrInvalidOptions, o.LowWatermark, o.HighWatermark)
 	case o.MinFreeRatio >= 1:
@@ -141,7 +139,7 @@ const fetchBufferBudget = poolBytes * 3 / 4
 // fills one block buffer at a time, or its part of a block larger than
 // PartSize.
 func maxFetches(o Options) int {
-	return max(1, min(o.MaxParallelFetches, int(fetchBufferBudget/min(o.BlockSize, o.PartSize))))
+	return max(1, min(o.MaxParallelFetches, int(fetchBufferBudget/min(o.CacheBlockSize, o.PartSize))))
 }
 
 // fresh reports whether something fetched at t is still trusted under ttl.

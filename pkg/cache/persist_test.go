@@ -184,9 +184,9 @@ func TestOpenErrors(t *testing.T) {
 		name string
 		mod  func(*Options)
 	}{
-		{"block size not 4K multiple", func(o *Options) { o.BlockSize = 5000 }},
+		{"block size not 4K multiple", func(o *Options) { o.CacheBlockSize = 5000 }},
 		{"watermarks inverted", func(o *Options) { o.HighWatermark, o.LowWatermark = 0.5, 0.9 }},
-		{"negative capacity", func(o *Options) { o.Capacity = -1 }},
+		{"negative capacity", func(o *Options) { o.CacheSize = -1 }},
 		{"tiny part", func(o *Options) { o.PartSize = 1 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

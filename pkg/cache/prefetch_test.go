@@ -23,7 +23,7 @@ func prefetchIdle(c *Cache) bool {
 // their bytes count as evicted unread.
 func TestPrefetchStaysInTheCachesRoom(t *testing.T) {
 	opts := testOpts()
-	opts.Capacity = 2 * mib // low watermark 1.7 MiB: 27 objects of 64 KiB
+	opts.CacheSize = 2 * mib // low watermark 1.7 MiB: 27 objects of 64 KiB
 	c, fake, _ := newFixture(t, opts)
 	ctx := context.Background()
 	for _, dir := range []string{"d", "e"} {
@@ -40,7 +40,7 @@ func TestPrefetchStaysInTheCachesRoom(t *testing.T) {
 	waitFor(t, "prefetch to start and end", func() bool { return c.Stats().PrefetchObjects > 0 && prefetchIdle(c) })
 	waitQuiescent(t, c)
 	s := c.Stats()
-	low := int64(opts.withDefaults().LowWatermark * float64(opts.Capacity))
+	low := int64(opts.withDefaults().LowWatermark * float64(opts.CacheSize))
 	// The room a prefetch measures counts the bytes written and the
 	// prefetches in flight, not a foreground fetch in flight: the second
 	// read's block counts from its write, which ends after the read, so a

@@ -147,7 +147,7 @@ func TestSingleFlight(t *testing.T) {
 
 func TestParallelPartsForBigBlocks(t *testing.T) {
 	opts := testOpts()
-	opts.BlockSize = 1 * mib
+	opts.CacheBlockSize = 1 * mib
 	opts.PartSize = 128 * kib
 	opts.MaxParallelFetches = 4
 	c, fake, _ := newFixture(t, opts)

@@ -22,7 +22,7 @@ import (
 // ErrPreconditionFailed. At the end the cache must verify.
 func TestConcurrentStress(t *testing.T) {
 	opts := testOpts()
-	opts.Capacity = 1 * mib // about a third of the data
+	opts.CacheSize = 1 * mib // about a third of the data
 	c, fake, _ := newFixture(t, opts)
 	const keys = 16
 	var mu sync.Mutex               // guards versions
@@ -133,8 +133,8 @@ func TestConcurrentStress(t *testing.T) {
 		}
 		return true
 	})
-	if used := c.Stats().UsedBytes; used > opts.Capacity {
-		t.Errorf("used %d above capacity %d", used, opts.Capacity)
+	if used := c.Stats().UsedBytes; used > opts.CacheSize {
+		t.Errorf("used %d above capacity %d", used, opts.CacheSize)
 	}
 	if rep, err := c.Verify(ctx); err != nil {
 		t.Fatalf("verify: %v %v", err, rep.Problems)

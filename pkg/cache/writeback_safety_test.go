@@ -29,12 +29,12 @@ func (p *bufPool) waiting() int {
 // block.
 func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 	opts := testOpts()
-	opts.BlockSize = 128 * kib
+	opts.CacheBlockSize = 128 * kib
 	opts.PartSize = 64 * kib // 128 KiB blocks are fetched in two parts
 	opts.SmallObjectSize = 64 * kib
 	opts.MaxParallelFetches = 1
 	c, fake, _ := newFixture(t, opts)
-	p := c.pool(opts.BlockSize)
+	p := c.pool(opts.CacheBlockSize)
 	p.maxBufs = 1
 	held := p.get()
 
@@ -45,7 +45,7 @@ func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 	small := openObj(t, c, put(t, fake, "small", smallData))
 	defer func() { _ = small.Close() }()
 
-	big.Prefetch(0, opts.BlockSize)
+	big.Prefetch(0, opts.CacheBlockSize)
 	waitFor(t, "the large block to wait for a buffer", func() bool { return p.waiting() == 1 })
 	small.Prefetch(0, int64(len(smallData)))
 	waitFor(t, "the small object to wait for a buffer", func() bool { return p.waiting() == 2 })
@@ -56,7 +56,7 @@ func TestPoolWaitHoldsNoFetchSlot(t *testing.T) {
 	for _, r := range []struct {
 		h    *Handle
 		want []byte
-	}{{big, bigData[:opts.BlockSize]}, {small, smallData}} {
+	}{{big, bigData[:opts.CacheBlockSize]}, {small, smallData}} {
 		got := make([]byte, len(r.want))
 		if n, err := r.h.ReadAt(ctx, got, 0); err != nil || !bytes.Equal(got[:n], r.want) {
 			t.Fatalf("%s: read %d bytes, %v (deadlocked fetches time out)", r.h.Info().Key, n, err)
@@ -87,7 +87,7 @@ func TestKeptBlocksExpire(t *testing.T) {
 	h := openObj(t, c, put(t, fake, "unread", data))
 	h.Prefetch(0, h.Info().Size)
 	waitReady(t, h)
-	p := c.pool(opts.BlockSize)
+	p := c.pool(opts.CacheBlockSize)
 	kept := func() int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -96,8 +96,8 @@ func TestKeptBlocksExpire(t *testing.T) {
 	if kept() == 0 {
 		t.Fatal("no block kept after a direct write")
 	}
-	if b := c.Stats().BufferBytes; b < opts.BlockSize {
-		t.Errorf("Stats().BufferBytes = %d with a block kept; want at least one block (%d)", b, opts.BlockSize)
+	if b := c.Stats().BufferBytes; b < opts.CacheBlockSize {
+		t.Errorf("Stats().BufferBytes = %d with a block kept; want at least one block (%d)", b, opts.CacheBlockSize)
 	}
 	// The pool's list empties first; the object lets go of each block
 	// just after (trimIdle), so wait for both.
@@ -171,7 +171,7 @@ func TestNoDirectIO(t *testing.T) {
 		t.Errorf("noDirect %v, %d blocks kept, direct descriptor %v; want buffered writes only", noDirect, kept, h.o.direct.Load() != nil)
 	}
 	_ = h.Close()
-	poolIdleCheck(t, c, opts.BlockSize)
+	poolIdleCheck(t, c, opts.CacheBlockSize)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -280,12 +280,12 @@ func TestNoEvictionDuringWriteBack(t *testing.T) {
 // get their bytes, and every buffer comes back.
 func TestRangedFetchWithPartsAndTinyPool(t *testing.T) {
 	opts := testOpts()
-	opts.BlockSize = 128 * kib
+	opts.CacheBlockSize = 128 * kib
 	opts.PartSize = 64 * kib
 	opts.SmallObjectSize = 640 * kib
 	opts.MaxParallelFetches = 2
 	c, fake, _ := newFixture(t, opts)
-	c.pool(opts.BlockSize).maxBufs = 2
+	c.pool(opts.CacheBlockSize).maxBufs = 2
 	var wg sync.WaitGroup
 	for i := range 6 {
 		size := 600 * kib // small: five blocks in one GET
@@ -308,5 +308,5 @@ func TestRangedFetchWithPartsAndTinyPool(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	poolIdleCheck(t, c, opts.BlockSize)
+	poolIdleCheck(t, c, opts.CacheBlockSize)
 }

@@ -67,7 +67,7 @@ func poolIdleCheck(t *testing.T, c *Cache, bs int64) {
 func TestSequentialReadsWithTinyPool(t *testing.T) {
 	opts := testOpts()
 	c, fake, _ := newFixture(t, opts)
-	c.pool(opts.BlockSize).maxBufs = 3
+	c.pool(opts.CacheBlockSize).maxBufs = 3
 	const readers = 4
 	var wg sync.WaitGroup
 	for i := range readers {
@@ -97,7 +97,7 @@ func TestSequentialReadsWithTinyPool(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	poolIdleCheck(t, c, opts.BlockSize)
+	poolIdleCheck(t, c, opts.CacheBlockSize)
 }
 
 // TestReadBackAfterDirectWrite checks that blocks written with O_DIRECT
@@ -138,7 +138,7 @@ func TestReadBackAfterDirectWrite(t *testing.T) {
 	if !bytes.Equal(onDisk, data) {
 		t.Error("data file differs from the object")
 	}
-	poolIdleCheck(t, c, opts.BlockSize)
+	poolIdleCheck(t, c, opts.CacheBlockSize)
 
 	// Prefetched but never read: the last pin drops the kept buffers.
 	h = openObj(t, c, put(t, fake, "unread", data))
@@ -147,7 +147,7 @@ func TestReadBackAfterDirectWrite(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	poolIdleCheck(t, c, opts.BlockSize)
+	poolIdleCheck(t, c, opts.CacheBlockSize)
 }
 
 // TestReadBlocksNotKept: a block fetched because a reader waits for it
@@ -176,7 +176,7 @@ func TestReadBlocksNotKept(t *testing.T) {
 		return len(h.o.kept)
 	}
 	buf := make([]byte, 16*kib)
-	off := 5*opts.BlockSize + 8*kib // inside block 5, not to its end
+	off := 5*opts.CacheBlockSize + 8*kib // inside block 5, not to its end
 	if n, err := h.ReadAt(context.Background(), buf, off); err != nil || !bytes.Equal(buf[:n], data[off:off+int64(len(buf))]) {
 		t.Fatalf("ReadAt: %d, %v, or bytes differ", n, err)
 	}
@@ -184,7 +184,7 @@ func TestReadBlocksNotKept(t *testing.T) {
 	if k := keptBlocks(); k != 0 {
 		t.Errorf("%d blocks kept after a read that waited for its block; want 0", k)
 	}
-	h.Prefetch(9*opts.BlockSize, opts.BlockSize)
+	h.Prefetch(9*opts.CacheBlockSize, opts.CacheBlockSize)
 	waitFor(t, "block 9 written", ready(9))
 	if k := keptBlocks(); k != 1 {
 		t.Errorf("%d blocks kept after a read-ahead of one block; want 1", k)

@@ -17,6 +17,7 @@ import (
 	"github.com/basin-csi/basin/internal/cacheusage"
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
@@ -258,7 +259,7 @@ func TestScanCaches(t *testing.T) {
 	if got, err := scanCaches(root + "/missing"); err != nil || len(got) != 0 {
 		t.Fatalf("missing root: %v, %v", got, err)
 	}
-	c, err := cache.Open(context.Background(), root+"/vol", objstoretest.NewFake(), cache.Options{VolumeID: "bucket/prefix", Capacity: 64 << 20})
+	c, err := cache.Open(context.Background(), root+"/vol", objstoretest.NewFake(), cache.Options{Spec: mountspec.Spec{CacheSize: 64 << 20}, VolumeID: "bucket/prefix"})
 	if err != nil {
 		t.Fatal(err)
 	}

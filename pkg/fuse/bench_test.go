@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"io"
 	"os"
 	"sync"
@@ -49,7 +50,7 @@ func benchCold(b *testing.B, store objstore.Store) {
 	b.SetBytes(benchSize)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		m := mountStore(b, store, mountSpec{cache: realCache, cfg: Config{MetadataTTL: time.Minute, ReadAhead: DefaultReadAhead}})
+		m := mountStore(b, store, mountSpec{cache: realCache, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, ReadAhead: DefaultReadAhead}}})
 		dropCaches(b)
 		b.StartTimer()
 		readAll(b, path(m, "big"))
@@ -101,7 +102,7 @@ func BenchmarkReadSmallFilesWarm(b *testing.B) {
 	for i := 0; i < files; i++ {
 		put(b, store, fmt.Sprintf("s/%04d", i), randomBytes(size, byte(i)))
 	}
-	m := mountStore(b, store, mountSpec{cache: realCache, cfg: Config{MetadataTTL: time.Minute, ReadAhead: DefaultReadAhead}})
+	m := mountStore(b, store, mountSpec{cache: realCache, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, ReadAhead: DefaultReadAhead}}})
 	readFiles := func() {
 		var wg sync.WaitGroup
 		for w := 0; w < 8; w++ {

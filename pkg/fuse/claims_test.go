@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -16,7 +17,7 @@ import (
 // successor serves.
 func TestResentExclusiveCreate(t *testing.T) {
 	store, _ := newFileStore(t)
-	spec := mountSpec{cfg: Config{NegativeMetadataTTL: time.Hour}, cache: realCache}
+	spec := mountSpec{cfg: Config{Spec: mountspec.Spec{NegativeMetadataTTL: time.Hour}}, cache: realCache}
 	backend := newBackend(t, store, spec)
 	fsys, err := newFS(spec.cfg, store, backend)
 	if err != nil {

@@ -9,35 +9,31 @@ import (
 	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/fuse/takeover"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
-// Config is the file system's behaviour. The settings a mount spec holds
-// have its names and meanings (pkg/mountspec): zero means there what it
-// means in the spec, and the durations follow its conventions (0: do not
-// cache, negative: forever). Zero values of the others mean the defaults.
+// Config is the file system's behaviour. The mount's settings are its
+// spec (pkg/mountspec), embedded with the spec's names and meanings: the
+// file system reads ReadOnly (with the "ro" mount option), UID, GID,
+// FileMode, DirMode, MetadataTTL, NegativeMetadataTTL, ReadAhead,
+// OpTimeout and OpenMode there, so a new setting the file system uses is
+// a field of the spec and nothing here. Zero values mean what they mean
+// in the spec (durations: 0 do not cache, negative forever; ReadAhead 0:
+// no prefetching), except FileMode, DirMode, OpTimeout and OpenMode, whose
+// zero means the default, and UID and GID, which a negative value makes
+// the mounting process's own. Zero values of the file system's own knobs
+// below mean the defaults.
 type Config struct {
+	// Spec is the mount's settings. MetadataTTL and NegativeMetadataTTL
+	// are the kernel's entry, attribute and "no such file" timeouts (equal
+	// to the cache's); ReadAhead caps the prefetch window of a sequential
+	// reader; OpTimeout bounds every request to the bucket made on behalf
+	// of one file system operation (and the wait for data of one read);
+	// OpenMode is who opens regular files (OpenKernel needs ReadOnly,
+	// inoderead.go); a ReadOnly mount fails every mutation with EROFS.
+	mountspec.Spec
 	// VolumeID names the volume in logs.
 	VolumeID string
-	// ReadOnly makes every mutation fail with EROFS (and mounts read-only).
-	ReadOnly bool
-	// UID and GID own every file and directory.
-	UID, GID uint32
-	// FileMode and DirMode are the permission bits of files and
-	// directories. Zero means 0644 and 0755.
-	FileMode, DirMode os.FileMode
-	// MetadataTTL is the kernel's entry and attribute timeout; it should
-	// equal the cache's MetadataTTL.
-	MetadataTTL time.Duration
-	// NegativeMetadataTTL is the kernel's timeout for "no such file"; it
-	// should equal the cache's NegativeMetadataTTL.
-	NegativeMetadataTTL time.Duration
-	// ReadAhead caps the prefetch window of a sequential reader; 0 turns
-	// prefetching off. A mount's is DefaultReadAhead unless its spec says.
-	ReadAhead int64
-	// OpTimeout bounds every request to the bucket made on behalf of one
-	// file system operation (and the wait for data of one read). Zero
-	// means DefaultOpTimeout.
-	OpTimeout time.Duration
 	// DisablePassthrough keeps all reads in user space even when the
 	// kernel supports FUSE passthrough (for comparisons and debugging).
 	DisablePassthrough bool
@@ -48,10 +44,6 @@ type Config struct {
 	// is uploaded at close).
 	StreamPartSize int64
 	StreamParts    int
-	// OpenMode is who opens regular files; "" means
-	// mountdefaults.OpenServer. mountdefaults.OpenKernel needs ReadOnly
-	// (inoderead.go).
-	OpenMode mountdefaults.OpenMode
 }
 
 // Defaults for Config's zero values: a mount's (internal/mountdefaults is
@@ -82,6 +74,13 @@ var ErrInvalidConfig = errors.New("fuse: invalid configuration")
 
 // withDefaults returns c with zero values replaced by the defaults.
 func (c Config) withDefaults() Config {
+	c.ReadOnly = c.Flags().ReadOnly
+	if c.UID < 0 {
+		c.UID = int64(os.Geteuid())
+	}
+	if c.GID < 0 {
+		c.GID = int64(os.Getegid())
+	}
 	if c.FileMode == 0 {
 		c.FileMode = DefaultFileMode
 	}
@@ -124,7 +123,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.OpenMode != "" && !c.OpenMode.Valid():
 		errs = append(errs, fmt.Errorf("open mode %q: want one of %v", c.OpenMode, mountdefaults.OpenModes()))
-	case c.OpenMode == mountdefaults.OpenKernel && !c.ReadOnly:
+	case c.OpenMode == mountdefaults.OpenKernel && !c.Flags().ReadOnly:
 		errs = append(errs, fmt.Errorf("open mode %q needs a read-only mount", c.OpenMode))
 	}
 	if len(errs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"io/fs"
 	"os"
 	"syscall"
@@ -52,7 +53,7 @@ func TestErrnoThroughMount(t *testing.T) {
 	store := objstoretest.NewFake()
 	put(t, store, "f", []byte("data"))
 	put(t, store, "d/x", []byte("x"))
-	m := mountStore(t, store, mountSpec{cache: fakeNoLocal, cfg: Config{OpTimeout: time.Second}})
+	m := mountStore(t, store, mountSpec{cache: fakeNoLocal, cfg: Config{Spec: mountspec.Spec{OpTimeout: time.Second}}})
 
 	for _, tc := range []struct {
 		name string
@@ -87,7 +88,7 @@ func TestHungBucketTimesOut(t *testing.T) {
 	const opTimeout = time.Second
 	store := objstoretest.NewFake()
 	put(t, store, "f", []byte("data"))
-	m := mountStore(t, store, mountSpec{cache: fakeNoLocal, cfg: Config{OpTimeout: opTimeout}})
+	m := mountStore(t, store, mountSpec{cache: fakeNoLocal, cfg: Config{Spec: mountspec.Spec{OpTimeout: opTimeout}}})
 	must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) })
 	store.SetHook(func(ctx context.Context, _ objstoretest.Op, _ string) error {
 		<-ctx.Done()
@@ -140,7 +141,7 @@ func TestBucketGoesAwayMidRead(t *testing.T) {
 			store := newMinIOStore(t, srv)
 			data := randomBytes(64<<20, 9)
 			put(t, store, "big", data)
-			m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{OpTimeout: opTimeout}})
+			m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{OpTimeout: opTimeout}}})
 			f := must(t, "open", func() (*os.File, error) { return os.Open(path(m, "big")) })
 			defer func() { _ = f.Close() }()
 			buf := make([]byte, 1<<20)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"sync"
 	"syscall"
@@ -39,7 +40,7 @@ func TestExclusiveCreateAcrossMounts(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			s1, s2 := b.store(t)
-			cfg := Config{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute, OpTimeout: 10 * time.Second}
+			cfg := Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute, OpTimeout: 10 * time.Second}}
 			m1 := mountStore(t, s1, mountSpec{cfg: cfg})
 			m2 := mountStore(t, s2, mountSpec{cfg: cfg})
 			mounts := [2]*testMount{m1, m2}

@@ -142,7 +142,7 @@ func (f *FS) fillFileAttr(out *gofuse.Attr, size int64, mtime time.Time) {
 	out.Size = uint64(size)
 	out.Blocks = (uint64(size) + 511) / 512
 	out.Blksize = 1 << 20
-	out.Uid, out.Gid = f.cfg.UID, f.cfg.GID
+	out.Uid, out.Gid = uint32(f.cfg.UID), uint32(f.cfg.GID)
 	if mtime.IsZero() {
 		mtime = f.started
 	}
@@ -154,7 +154,7 @@ func (f *FS) fillDirAttr(out *gofuse.Attr) {
 	out.Nlink = 2
 	out.Size = 4096
 	out.Blksize = 1 << 20
-	out.Uid, out.Gid = f.cfg.UID, f.cfg.GID
+	out.Uid, out.Gid = uint32(f.cfg.UID), uint32(f.cfg.GID)
 	t := f.started
 	out.SetTimes(&t, &t, &t)
 }

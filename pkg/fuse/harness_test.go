@@ -67,11 +67,10 @@ func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend
 	case fakeLocal, fakeNoLocal:
 		return newFakeCache(store, dir, spec.cfg.MetadataTTL, spec.cfg.NegativeMetadataTTL, spec.cache == fakeNoLocal)
 	default:
-		c, err := cache.Open(t.Context(), dir, store, cache.Options{
-			VolumeID: t.Name(), Origin: "test://" + t.Name(), Capacity: 8 << 30,
-			MetadataTTL: spec.cfg.MetadataTTL, NegativeMetadataTTL: spec.cfg.NegativeMetadataTTL, BlockSize: 1 << 20,
-			Prefetch: !spec.noPrefetch, PrefetchBudget: spec.prefetchBudget, Now: spec.now,
-		})
+		opts := cache.Options{Spec: spec.cfg.Spec, VolumeID: t.Name(), Origin: "test://" + t.Name(), Now: spec.now}
+		opts.CacheSize, opts.CacheBlockSize = 8<<30, 1<<20
+		opts.Prefetch, opts.PrefetchBudget = !spec.noPrefetch, spec.prefetchBudget
+		c, err := cache.Open(t.Context(), dir, store, opts)
 		if err != nil {
 			t.Fatalf("cache.Open: %v", err)
 		}

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"syscall"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 // kernel's INIT leaves it at, so that sequential reads arrive in 1 MiB
 // requests.
 func TestMountRaisesReadAhead(t *testing.T) {
-	tm := mountStore(t, objstoretest.NewFake(), mountSpec{cfg: Config{MetadataTTL: time.Minute}})
+	tm := mountStore(t, objstoretest.NewFake(), mountSpec{cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute}}})
 	var st syscall.Stat_t
 	if err := syscall.Stat(tm.dir, &st); err != nil {
 		t.Fatal(err)

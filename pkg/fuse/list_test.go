@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"slices"
 	"sync"
@@ -56,7 +57,7 @@ func TestListLargeDirectory(t *testing.T) {
 }
 
 func testListLargeDirectory(t *testing.T, store objstore.Store, kind cacheKind, names []string) {
-	m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{MetadataTTL: time.Minute}})
+	m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute}}})
 	start := time.Now()
 	entries := must(t, "readdir", func() ([]os.DirEntry, error) { return os.ReadDir(path(m, "big")) })
 	t.Logf("cold readdir of %d entries: %v", len(entries), time.Since(start))

@@ -107,8 +107,8 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		EntryTimeout:    &entry,
 		AttrTimeout:     &entry,
 		NegativeTimeout: &negative,
-		UID:             f.cfg.UID,
-		GID:             f.cfg.GID,
+		UID:             uint32(f.cfg.UID),
+		GID:             uint32(f.cfg.GID),
 		RootStableAttr:  &fs.StableAttr{Ino: gofuse.FUSE_ROOT_ID},
 		// Node IDs are the cache's persistent inode numbers, so that a
 		// successor process can serve them (revive.go).

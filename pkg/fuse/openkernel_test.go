@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestOpenKernelSendsNoOpens(t *testing.T) {
 		for k, v := range files {
 			put(t, store, k, v)
 		}
-		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{ReadOnly: true, OpenMode: mountdefaults.OpenKernel, MetadataTTL: -1, NegativeMetadataTTL: -1}})
+		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{ReadOnly: true, OpenMode: mountdefaults.OpenKernel, MetadataTTL: -1, NegativeMetadataTTL: -1}}})
 		check := func(phase string) {
 			t.Helper()
 			for k, want := range files {
@@ -91,7 +92,7 @@ func TestOpenKernelSeesChangeAfterTTL(t *testing.T) {
 	forEachStore(t, []cacheKind{realCache, fakeLocal}, func(t *testing.T, store objstore.Store, kind cacheKind) {
 		put(t, store, "grow", []byte("v1"))
 		put(t, store, "same", []byte("one-1"))
-		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{ReadOnly: true, OpenMode: mountdefaults.OpenKernel, MetadataTTL: ttl, NegativeMetadataTTL: ttl}})
+		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{ReadOnly: true, OpenMode: mountdefaults.OpenKernel, MetadataTTL: ttl, NegativeMetadataTTL: ttl}}})
 		read := func(name string) string {
 			return string(must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, name)) }))
 		}
@@ -127,11 +128,11 @@ func TestOpenKernelValidation(t *testing.T) {
 		cfg  Config
 		ok   bool
 	}{
-		{"kernel read-only", Config{OpenMode: mountdefaults.OpenKernel, ReadOnly: true}, true},
-		{"server read-write", Config{OpenMode: mountdefaults.OpenServer}, true},
+		{"kernel read-only", Config{Spec: mountspec.Spec{OpenMode: mountdefaults.OpenKernel, ReadOnly: true}}, true},
+		{"server read-write", Config{Spec: mountspec.Spec{OpenMode: mountdefaults.OpenServer}}, true},
 		{"default", Config{}, true},
-		{"kernel read-write", Config{OpenMode: mountdefaults.OpenKernel}, false},
-		{"unknown", Config{OpenMode: "client", ReadOnly: true}, false},
+		{"kernel read-write", Config{Spec: mountspec.Spec{OpenMode: mountdefaults.OpenKernel}}, false},
+		{"unknown", Config{Spec: mountspec.Spec{OpenMode: "client", ReadOnly: true}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -165,7 +166,7 @@ func testOpenKernelBoundedReaders(t *testing.T, kind cacheKind) {
 	for k, v := range files {
 		put(t, store, k, v)
 	}
-	cfg := Config{ReadOnly: true, OpenMode: mountdefaults.OpenKernel, MetadataTTL: -1, NegativeMetadataTTL: -1}
+	cfg := Config{Spec: mountspec.Spec{ReadOnly: true, OpenMode: mountdefaults.OpenKernel, MetadataTTL: -1, NegativeMetadataTTL: -1}}
 	fsys, err := newFS(cfg, store, newBackend(t, store, mountSpec{cfg: cfg, cache: kind}))
 	if err != nil {
 		t.Fatal(err)

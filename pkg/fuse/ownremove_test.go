@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // (listed first) and without.
 func TestOwnRemovalSeenAtOnce(t *testing.T) {
 	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
-		m := mountStore(t, store, mountSpec{cfg: Config{MetadataTTL: time.Hour, NegativeMetadataTTL: time.Hour}})
+		m := mountStore(t, store, mountSpec{cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Hour, NegativeMetadataTTL: time.Hour}}})
 		do := func(what string, fn func() error) {
 			t.Helper()
 			must(t, what, func() (struct{}, error) { return struct{}{}, fn() })

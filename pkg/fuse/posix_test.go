@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestPosix(t *testing.T) {
 			t.Run(string(kind)+"/"+name, func(t *testing.T) {
 				store, _ := newFileStore(t)
 				// FileBasic expects the mode it created the file with.
-				m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{FileMode: 0o755}})
+				m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{FileMode: 0o755}}})
 				done := make(chan struct{})
 				go func() {
 					defer close(done)

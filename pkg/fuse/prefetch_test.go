@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +28,7 @@ func prefetchBucket(t *testing.T, prefetch bool, budget int64) *testMount {
 	put(t, store, "train/big.bin", randomBytes(2<<20, 99))
 	put(t, store, "other/x", randomBytes(prefetchFileSize, 100))
 	return mountStore(t, store, mountSpec{cache: realCache, noPrefetch: !prefetch, prefetchBudget: budget,
-		cfg: Config{MetadataTTL: time.Minute, NegativeMetadataTTL: 5 * time.Second}})
+		cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, NegativeMetadataTTL: 5 * time.Second}}})
 }
 
 func readTrain(t *testing.T, tm *testMount, i int) {

@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -20,7 +21,7 @@ func TestOpeningByNameListsOnce(t *testing.T) {
 	for i := range 40 {
 		put(t, store, fmt.Sprintf("train/%02d.jpg", i), []byte(fmt.Sprintf("image %d", i)))
 	}
-	tm := mountStore(t, store, mountSpec{cache: realCache, cfg: Config{MetadataTTL: time.Minute, NegativeMetadataTTL: 5 * time.Second}})
+	tm := mountStore(t, store, mountSpec{cache: realCache, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, NegativeMetadataTTL: 5 * time.Second}}})
 	before := store.Calls(objstoretest.OpStat)
 	for _, i := range []int{17, 3, 39, 0, 25, 8, 31, 12} {
 		b, err := os.ReadFile(filepath.Join(tm.dir, "train", fmt.Sprintf("%02d.jpg", i)))
@@ -50,7 +51,7 @@ func TestCreatingFilesCostsTheirUploadOnly(t *testing.T) {
 	store := objstoretest.NewFake()
 	put(t, store, "data/old.bin", []byte("old"))
 	clk := newHandClock()
-	tm := mountStore(t, store, mountSpec{cache: realCache, now: clk.Now, cfg: Config{MetadataTTL: time.Minute, NegativeMetadataTTL: 2 * time.Second}})
+	tm := mountStore(t, store, mountSpec{cache: realCache, now: clk.Now, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, NegativeMetadataTTL: 2 * time.Second}}})
 	if _, err := os.ReadDir(filepath.Join(tm.dir, "data")); err != nil {
 		t.Fatal(err)
 	}

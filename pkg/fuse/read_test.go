@@ -3,6 +3,7 @@ package fuse
 import (
 	"bytes"
 	"fmt"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -136,7 +137,7 @@ func TestPassthroughAndKeepCache(t *testing.T) {
 		}
 	})
 	t.Run("user space with keep cache", func(t *testing.T) {
-		m := mountStore(t, store, mountSpec{cache: fakeLocal, cfg: Config{DisablePassthrough: true, MetadataTTL: time.Hour}})
+		m := mountStore(t, store, mountSpec{cache: fakeLocal, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Hour}, DisablePassthrough: true}})
 		for i := 0; i < 3; i++ {
 			got := must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "f")) })
 			if !bytes.Equal(got, data) {

@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"context"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"testing"
 
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
@@ -127,7 +128,7 @@ func TestReadIssuesPrefetch(t *testing.T) {
 	store := objstoretest.NewFake()
 	put(t, store, "f", randomBytes(64<<20, 4))
 	c := newFakeCache(store, t.TempDir(), 0, 0, true)
-	fsys, err := newFS(Config{ReadAhead: DefaultReadAhead}, store, c)
+	fsys, err := newFS(Config{Spec: mountspec.Spec{ReadAhead: DefaultReadAhead}}, store, c)
 	if err != nil {
 		t.Fatal(err)
 	}

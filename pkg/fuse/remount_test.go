@@ -3,6 +3,7 @@ package fuse
 import (
 	"bytes"
 	"context"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"syscall"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // cache directory: inode numbers are the same, and within the TTL the
 // second mount lists and reads without a request to the bucket.
 func TestRemountWarmCache(t *testing.T) {
-	for _, cfg := range []Config{{}, {ReadOnly: true, OpenMode: mountdefaults.OpenKernel}} {
+	for _, cfg := range []Config{{}, {Spec: mountspec.Spec{ReadOnly: true, OpenMode: mountdefaults.OpenKernel}}} {
 		t.Run(string(cfg.withDefaults().OpenMode), func(t *testing.T) { testRemountWarmCache(t, cfg) })
 	}
 }
@@ -31,8 +32,8 @@ func testRemountWarmCache(t *testing.T, cfg Config) {
 	put(t, store, "sub/b.txt", []byte("b"))
 	put(t, store, "top", []byte("t"))
 	cacheDir := t.TempDir()
-	opts := cache.Options{VolumeID: "remount", Origin: "fake://remount", MetadataTTL: time.Hour, NegativeMetadataTTL: time.Hour}
 	cfg.MetadataTTL, cfg.NegativeMetadataTTL = time.Hour, time.Hour
+	opts := cache.Options{Spec: cfg.Spec, VolumeID: "remount", Origin: "fake://remount"}
 
 	type observed struct {
 		inos  map[string]uint64

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"syscall"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestRenameDoneAsksTheBucket(t *testing.T) {
 	store, _ := newFileStore(t)
 	put(t, store, "run/ckpt.pt.tmp", []byte("weights"))
 	put(t, store, "run/other.tmp", []byte("x"))
-	m := mountStore(t, store, mountSpec{cache: realCache, cfg: Config{MetadataTTL: time.Minute}})
+	m := mountStore(t, store, mountSpec{cache: realCache, cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Minute}}})
 	var src syscall.Stat_t
 	if err := syscall.Stat(path(m, "run/ckpt.pt.tmp"), &src); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ func TestMetadataTTL(t *testing.T) {
 	const ttl = 2 * time.Second
 	forEachStore(t, []cacheKind{realCache, fakeLocal}, func(t *testing.T, store objstore.Store, kind cacheKind) {
 		put(t, store, "f", []byte("v1"))
-		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{MetadataTTL: ttl, NegativeMetadataTTL: ttl}})
+		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{MetadataTTL: ttl, NegativeMetadataTTL: ttl}}})
 
 		readF := func() string {
 			return string(must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "f")) }))
@@ -70,7 +71,7 @@ func TestMetadataTTLZeroAndForever(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store, _ := newFileStore(t)
 			put(t, store, "f", []byte("v1"))
-			m := mountStore(t, store, mountSpec{cfg: Config{MetadataTTL: tc.ttl, NegativeMetadataTTL: tc.ttl}})
+			m := mountStore(t, store, mountSpec{cfg: Config{Spec: mountspec.Spec{MetadataTTL: tc.ttl, NegativeMetadataTTL: tc.ttl}}})
 			must(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "f")) }) // cache the attributes
 			put(t, store, "f", []byte("version-2"))
 			time.Sleep(100 * time.Millisecond)

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"syscall"
 	"testing"
@@ -16,7 +17,7 @@ func TestUnsupportedErrno(t *testing.T) {
 	put(t, store, "f", []byte("data"))
 	put(t, store, "g", []byte("other"))
 	m := mountStore(t, store, mountSpec{})
-	ro := mountStore(t, store, mountSpec{cfg: Config{ReadOnly: true}})
+	ro := mountStore(t, store, mountSpec{cfg: Config{Spec: mountspec.Spec{ReadOnly: true}}})
 	call := func(fn func() error) error {
 		_, err := within(t, "syscall", func() (struct{}, error) { return struct{}{}, fn() })
 		return err

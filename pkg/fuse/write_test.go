@@ -3,6 +3,7 @@ package fuse
 import (
 	"bytes"
 	"errors"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"io"
 	"os"
 	"syscall"
@@ -206,7 +207,7 @@ func TestWrite(t *testing.T) {
 // (the stale negative entries are dropped).
 func TestCreateOverStaleNegativeEntry(t *testing.T) {
 	store, _ := newFileStore(t)
-	m := mountStore(t, store, mountSpec{cfg: Config{NegativeMetadataTTL: time.Hour}})
+	m := mountStore(t, store, mountSpec{cfg: Config{Spec: mountspec.Spec{NegativeMetadataTTL: time.Hour}}})
 	for _, name := range []string{"x", "y"} {
 		if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, name)) }); errnoOf(err) != syscall.ENOENT {
 			t.Fatalf("stat %s: %v", name, err)
@@ -246,7 +247,7 @@ func TestReadOnly(t *testing.T) {
 	store, _ := newFileStore(t)
 	put(t, store, "f", []byte("data"))
 	put(t, store, "d/x", []byte("x"))
-	m := mountStore(t, store, mountSpec{cfg: Config{ReadOnly: true}})
+	m := mountStore(t, store, mountSpec{cfg: Config{Spec: mountspec.Spec{ReadOnly: true}}})
 	got := must(t, "read", func() ([]byte, error) { return os.ReadFile(path(m, "f")) })
 	if string(got) != "data" {
 		t.Fatalf("read = %q", got)

@@ -16,7 +16,8 @@
 //     them back canonically, AddFlags declares `csi-driver mount`'s flags,
 //     and Validate checks a Spec from any source with the same limits
 //     (the mount process validates again what it receives). A new setting
-//     is a Spec field, its default and a line of the table.
+//     is a Spec field, its default and a line of the table; pkg/cache's
+//     Options and pkg/fuse's Config embed the Spec and read it there.
 //   - The node plugin builds a Spec from the volume attributes (package
 //     volumeattr, whose Attributes embed the Spec), the volume
 //     capability's mount flags (WithOptions) and its volume mount group
