@@ -17,6 +17,11 @@ type ObjectInfo struct {
 	Version string
 	// ModTime is the object's last-modified time.
 	ModTime time.Time
+	// Metadata is the object's user metadata (S3 x-amz-meta-*, GCS
+	// metadata), keys in lower case without the prefix, when the answer
+	// carried it: Stat always (an empty map for none), List only on
+	// backends whose listings hold it (nil: unknown). See metadata.go.
+	Metadata map[string]string
 }
 
 // ReadOptions select what Read returns.
@@ -65,6 +70,8 @@ type PutOptions struct {
 	// atomically in the store: a create that loses fails with ErrExists
 	// and stores nothing (conditional.go).
 	IfAbsent bool
+	// Metadata is stored as the object's user metadata (metadata.go).
+	Metadata map[string]string
 }
 
 // Store is one bucket. Every method is safe for concurrent use, honours ctx

@@ -20,6 +20,8 @@ type StreamOptions struct {
 	Concurrency int
 	// ContentType is stored with the object when set.
 	ContentType string
+	// Metadata is stored as the object's user metadata (metadata.go).
+	Metadata map[string]string
 }
 
 // Or returns the options' part size and concurrency, each replaced by

@@ -113,7 +113,10 @@ func (s *Store) open(op, key string) (*os.File, objstore.ObjectInfo, error) {
 		// Refuse a symbolic link as the last component, as listings do.
 		var lfi fs.FileInfo
 		if lfi, err = s.root.Lstat(rel); err == nil && os.SameFile(fi, lfi) {
-			return f, objectInfo(key, fi), nil
+			info := objectInfo(key, fi)
+			if info.Metadata, err = readMeta(f); err == nil {
+				return f, info, nil
+			}
 		}
 	}
 	_ = f.Close()

@@ -15,6 +15,10 @@ func (s *Store) StartStream(ctx context.Context, key string, src io.ReaderAt, op
 	if err != nil {
 		return nil, err
 	}
+	if err := writeMeta(t.f, opts.Metadata); err != nil {
+		t.discard()
+		return nil, mapErr("stream", key, err)
+	}
 	partSize, conc := opts.Or(objstore.DefaultPartSize, objstore.DefaultUploadConcurrency)
 	return objstore.NewPartStream(ctx, src, fileSink{t}, partSize, conc), nil
 }

@@ -36,7 +36,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 		if opts.Size >= 0 && n != opts.Size {
 			return fmt.Errorf("body has %d bytes, PutOptions.Size says %d", n, opts.Size)
 		}
-		return nil
+		return writeMeta(f, opts.Metadata)
 	})
 }
 
@@ -51,6 +51,9 @@ func (s *Store) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo,
 	}
 	defer func() { _ = in.Close() }()
 	return s.write(ctx, "copy", dst, false, func(f *os.File) error {
+		if err := writeMeta(f, info.Metadata); err != nil {
+			return err
+		}
 		// io.CopyN between files uses copy_file_range.
 		for left := info.Size; left > 0; left -= copyChunk {
 			if err := ctx.Err(); err != nil {

@@ -22,8 +22,10 @@ const defaultMaxKeys = 1000
 // maxServerPage is the most entries GCS returns in one response.
 const maxServerPage = 1000
 
-// listAttrs are the only fields List asks GCS for.
-var listAttrs = []string{"Name", "Size", "Generation", "Updated"}
+// listAttrs are the only fields List asks GCS for. Metadata comes in the
+// same answer (a listing tells modes and symbolic links without a request
+// per object, as gcsfuse relies on).
+var listAttrs = []string{"Name", "Size", "Generation", "Updated", "Metadata"}
 
 // List returns one page of at most MaxKeys objects and common prefixes
 // together, in lexicographic order.

@@ -99,10 +99,11 @@ func (s *Store) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo,
 // infoFromAttrs converts SDK attributes; Version is the generation.
 func infoFromAttrs(a *storage.ObjectAttrs) objstore.ObjectInfo {
 	return objstore.ObjectInfo{
-		Key:     a.Name,
-		Size:    a.Size,
-		Version: formatGeneration(a.Generation),
-		ModTime: modTime(a.Updated),
+		Key:      a.Name,
+		Size:     a.Size,
+		Version:  formatGeneration(a.Generation),
+		ModTime:  modTime(a.Updated),
+		Metadata: objstore.NormalizeMetadata(a.Metadata),
 	}
 }
 

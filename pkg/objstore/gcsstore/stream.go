@@ -23,6 +23,7 @@ func (s *Store) StartStream(ctx context.Context, key string, src io.ReaderAt, op
 	partSize, _ := opts.Or(s.cfg.PartSize, 1)
 	wctx, cancel := context.WithCancel(ctx)
 	w := s.newWriter(wctx, key, chunkSize(partSize, -1), opts.ContentType, false)
+	w.Metadata = opts.Metadata
 	sink := &gcsSink{key: key, w: w, cancel: cancel}
 	return objstore.NewPartStream(ctx, src, sink, partSize, 1), nil
 }

@@ -29,6 +29,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := s.newWriter(wctx, key, chunkSize(s.cfg.PartSize, opts.Size), opts.ContentType, opts.IfAbsent)
+	w.Metadata = opts.Metadata
 
 	src := &bodyReader{r: body}
 	n, copyErr := io.Copy(w, src)

@@ -68,6 +68,7 @@ type fakeObject struct {
 	data    []byte // never modified after Put
 	version string
 	modTime time.Time
+	meta    map[string]string // user metadata, never modified in place
 }
 
 var _ objstore.Store = (*Fake)(nil)
@@ -168,7 +169,8 @@ func checkKey(key string) error {
 }
 
 func (o fakeObject) info(key string) objstore.ObjectInfo {
-	return objstore.ObjectInfo{Key: key, Size: int64(len(o.data)), Version: o.version, ModTime: o.modTime}
+	return objstore.ObjectInfo{Key: key, Size: int64(len(o.data)), Version: o.version, ModTime: o.modTime,
+		Metadata: objstore.NormalizeMetadata(o.meta)}
 }
 
 func (f *Fake) get(key string) (fakeObject, error) {
@@ -271,32 +273,32 @@ func (f *Fake) Put(ctx context.Context, key string, body io.Reader, opts objstor
 		return objstore.ObjectInfo{}, fmt.Errorf("objstoretest: put %q: body has %d bytes, Size says %d", key, buf.Len(), opts.Size)
 	}
 	if opts.IfAbsent {
-		return f.create(key, buf.Bytes())
+		return f.create(key, buf.Bytes(), opts.Metadata)
 	}
-	return f.store(key, buf.Bytes()), nil
+	return f.store(key, buf.Bytes(), opts.Metadata), nil
 }
 
 // create installs data as key's first version, or fails with ErrExists.
-func (f *Fake) create(key string, data []byte) (objstore.ObjectInfo, error) {
+func (f *Fake) create(key string, data []byte, meta map[string]string) (objstore.ObjectInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.objects[key]; ok {
 		return objstore.ObjectInfo{}, fmt.Errorf("objstoretest: put %q: %w", key, objstore.ErrExists)
 	}
-	return f.storeLocked(key, data), nil
+	return f.storeLocked(key, data, meta), nil
 }
 
 // store installs data as the new version of key.
-func (f *Fake) store(key string, data []byte) objstore.ObjectInfo {
+func (f *Fake) store(key string, data []byte, meta map[string]string) objstore.ObjectInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.storeLocked(key, data)
+	return f.storeLocked(key, data, meta)
 }
 
 // storeLocked is store; the caller holds mu.
-func (f *Fake) storeLocked(key string, data []byte) objstore.ObjectInfo {
+func (f *Fake) storeLocked(key string, data []byte, meta map[string]string) objstore.ObjectInfo {
 	f.gen++
-	o := fakeObject{data: data, version: strconv.FormatInt(f.gen, 10), modTime: time.Now()}
+	o := fakeObject{data: data, version: strconv.FormatInt(f.gen, 10), modTime: time.Now(), meta: objstore.NormalizeMetadata(meta)}
 	if _, ok := f.objects[key]; !ok {
 		i, _ := slices.BinarySearch(f.keys, key)
 		f.keys = slices.Insert(f.keys, i, key)
@@ -346,7 +348,7 @@ func (f *Fake) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo, 
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	return f.store(dst, o.data), nil
+	return f.store(dst, o.data, o.meta), nil
 }
 
 // DeletePrefix implements objstore.Store.

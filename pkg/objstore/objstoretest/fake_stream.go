@@ -17,14 +17,15 @@ func (f *Fake) StartStream(ctx context.Context, key string, src io.ReaderAt, opt
 		return nil, err
 	}
 	partSize, conc := opts.Or(objstore.DefaultPartSize, objstore.DefaultUploadConcurrency)
-	return objstore.NewPartStream(ctx, src, &fakeSink{f: f, key: key, parts: map[int][]byte{}}, partSize, conc), nil
+	return objstore.NewPartStream(ctx, src, &fakeSink{f: f, key: key, meta: opts.Metadata, parts: map[int][]byte{}}, partSize, conc), nil
 }
 
 // fakeSink is the fake's multipart upload.
 type fakeSink struct {
 	// constant
-	f   *Fake
-	key string
+	f    *Fake
+	key  string
+	meta map[string]string
 
 	mu    sync.Mutex
 	parts map[int][]byte // guarded by mu
@@ -60,7 +61,7 @@ func (s *fakeSink) Commit(ctx context.Context, parts int) (objstore.ObjectInfo, 
 		}
 		data = append(data, p...)
 	}
-	return s.f.store(s.key, data), nil
+	return s.f.store(s.key, data, s.meta), nil
 }
 
 func (s *fakeSink) Abort(context.Context) {

@@ -48,6 +48,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"Copy", testCopy},
 		{"IfAbsent", testIfAbsent},
 		{"Uploads", testUploads},
+		{"Metadata", testMetadata},
 		{"DeletePrefix", testDeletePrefix},
 		{"AccessDenied", testAccessDenied},
 		{"ConcurrentReaders", testConcurrentReaders},

@@ -50,6 +50,7 @@ func (s *Store) putSingle(ctx context.Context, key string, body io.Reader, opts 
 		Key:           aws.String(key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
+		Metadata:      opts.Metadata,
 	}
 	if opts.ContentType != "" {
 		in.ContentType = aws.String(opts.ContentType)
@@ -69,10 +70,11 @@ func (s *Store) putSingle(ctx context.Context, key string, body io.Reader, opts 
 	// PutObject returns no Last-Modified; the response's Date is when the
 	// store committed the object, to the second like Last-Modified.
 	return objstore.ObjectInfo{
-		Key:     key,
-		Size:    int64(len(data)),
-		Version: version(out.ETag),
-		ModTime: responseDate(out.ResultMetadata),
+		Key:      key,
+		Size:     int64(len(data)),
+		Version:  version(out.ETag),
+		ModTime:  responseDate(out.ResultMetadata),
+		Metadata: objstore.NormalizeMetadata(opts.Metadata),
 	}, nil
 }
 
@@ -91,7 +93,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, body io.Reader, op
 	// exactReader hides io.ReaderAt and io.Seeker so the uploader reads
 	// the body once, from its current position.
 	counted := &exactReader{r: body, left: opts.Size}
-	in := &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Body: counted}
+	in := &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Body: counted, Metadata: opts.Metadata}
 	if opts.ContentType != "" {
 		in.ContentType = aws.String(opts.ContentType)
 	}

@@ -31,7 +31,9 @@ func (s *Store) head(ctx context.Context, key, ifVersion string) (objstore.Objec
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	return info(key, out.ContentLength, out.ETag, out.LastModified), nil
+	oi := info(key, out.ContentLength, out.ETag, out.LastModified)
+	oi.Metadata = objstore.NormalizeMetadata(out.Metadata)
+	return oi, nil
 }
 
 // headObject is head returning the SDK's whole answer.

@@ -27,7 +27,7 @@ func (s *Store) StartStream(ctx context.Context, key string, src io.ReaderAt, op
 		return nil, err
 	}
 	partSize, conc := opts.Or(s.c.cfg.PartSize, s.c.cfg.UploadConcurrency)
-	sink := &s3Sink{s: s, key: key, contentType: opts.ContentType}
+	sink := &s3Sink{s: s, key: key, contentType: opts.ContentType, metadata: opts.Metadata}
 	if s.c.checksum != aws.RequestChecksumCalculationWhenRequired {
 		// As the SDK's uploader does: parts carry a CRC32 that
 		// CompleteMultipartUpload lists again.
@@ -42,6 +42,7 @@ type s3Sink struct {
 	s           *Store
 	key         string
 	contentType string
+	metadata    map[string]string
 	checksum    types.ChecksumAlgorithm
 
 	uploadID *string // set by Begin, before any part
@@ -51,7 +52,7 @@ type s3Sink struct {
 }
 
 func (k *s3Sink) Begin(ctx context.Context) error {
-	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(k.s.bucket), Key: aws.String(k.key), ChecksumAlgorithm: k.checksum}
+	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(k.s.bucket), Key: aws.String(k.key), ChecksumAlgorithm: k.checksum, Metadata: k.metadata}
 	if k.contentType != "" {
 		in.ContentType = aws.String(k.contentType)
 	}
