@@ -32,9 +32,12 @@ var (
 	bucketInodes = []byte("inodes")
 	// bucketPaths: inode number (8 bytes BE) → path.
 	bucketPaths = []byte("paths")
+	// bucketObjMeta: object key → objMetaRecord (user metadata of one
+	// version, objmeta.go).
+	bucketObjMeta = []byte("objmeta")
 
 	allBuckets = [][]byte{bucketMeta, bucketObjects, bucketATime, bucketLRU, bucketAttrs,
-		bucketNegative, bucketListings, bucketInodes, bucketPaths}
+		bucketNegative, bucketListings, bucketInodes, bucketPaths, bucketObjMeta}
 )
 
 // Keys of bucketMeta.

@@ -24,11 +24,13 @@ const (
 	attrPositive attrKind = iota
 	attrNegative
 	attrDeleted
+	attrObjMeta // an object's user metadata, under objMetaName(key) (objmeta.go)
 )
 
 type pendingAttr struct {
 	kind attrKind
-	rec  attrRecord // attrPositive; FetchedAt also for attrNegative
+	rec  attrRecord     // attrPositive; FetchedAt also for attrNegative
+	meta *objMetaRecord // attrObjMeta
 	gen  uint64
 }
 
@@ -121,6 +123,7 @@ func (c *Cache) Stat(ctx context.Context, key string) (objstore.ObjectInfo, erro
 			}
 		case err == nil:
 			c.recordAttr(info, now)
+			c.recordObjMeta(info)
 		}
 		return info, err
 	})
@@ -175,6 +178,7 @@ func (c *Cache) List(ctx context.Context, dirPrefix string) (Listing, error) {
 		if c.opts.MetadataTTL != 0 && !stale {
 			for _, o := range l.Objects {
 				c.recordAttr(o, l.FetchedAt)
+				c.recordObjMeta(o)
 			}
 			c.setListing(dirPrefix, &l)
 		}
@@ -287,6 +291,8 @@ func writeMeta(tx *bolt.Tx, attrs map[string]pendingAttr, lists map[string]pendi
 		key := []byte(k)
 		var err error
 		switch p.kind {
+		case attrObjMeta:
+			err = tx.Bucket(bucketObjMeta).Put([]byte(strings.TrimPrefix(k, objMetaPrefix)), encodeObjMeta(*p.meta))
 		case attrPositive:
 			err = errors.Join(ab.Put(key, encodeAttr(p.rec)), nb.Delete(key))
 		case attrNegative:

@@ -41,6 +41,7 @@ func (c *Cache) Wrote(info objstore.ObjectInfo) {
 func (c *Cache) recordWritten(info objstore.ObjectInfo) {
 	c.changed(info.Key)
 	c.recordAttr(info, c.opts.Now())
+	c.recordObjMeta(info)
 	dir := parentPrefix(info.Key)
 	l, ok, err := c.cachedListing(dir)
 	if err != nil || !ok {

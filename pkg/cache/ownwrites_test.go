@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -145,5 +146,44 @@ func TestRemovedIsGoneAtOnce(t *testing.T) {
 				t.Errorf("%d bucket requests after the removals, want 0", n)
 			}
 		})
+	}
+}
+
+// TestObjectMetadataByVersion: metadata a HEAD or an upload brought is
+// answered again without a request for that version, also after a
+// reopen; an unknown version is nil without probe and one HEAD with it.
+func TestObjectMetadataByVersion(t *testing.T) {
+	opts := testOpts()
+	opts.MetadataTTL = time.Hour
+	c, fake, dir := newFixture(t, opts)
+	ctx := context.Background()
+	meta := map[string]string{"mode": "33261"}
+	info, err := fake.Put(ctx, "x", bytes.NewReader([]byte("#!/bin/sh\n")), objstore.PutOptions{Size: 10, Metadata: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := info
+	listed.Metadata = nil // what an S3 listing says
+	if m, known, err := c.ObjectMetadata(ctx, listed, false); err != nil || known || m != nil {
+		t.Fatalf("unknown version without probe: %v %v %v", m, known, err)
+	}
+	fake.ResetCounters()
+	if m, known, err := c.ObjectMetadata(ctx, listed, true); err != nil || !known || m["mode"] != "33261" {
+		t.Fatalf("probe: %v %v %v", m, known, err)
+	}
+	if n := fake.Calls(objstoretest.OpStat); n != 1 {
+		t.Errorf("%d HEADs for the probe, want 1", n)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := openTest(t, dir, fake, opts)
+	defer func() { _ = c2.Close() }()
+	fake.ResetCounters()
+	if m, known, err := c2.ObjectMetadata(ctx, listed, true); err != nil || !known || m["mode"] != "33261" {
+		t.Errorf("after a reopen: %v %v %v", m, known, err)
+	}
+	if n := fake.Calls(objstoretest.OpStat); n != 0 {
+		t.Errorf("%d HEADs after a reopen, want 0", n)
 	}
 }

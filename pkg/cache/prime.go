@@ -65,6 +65,7 @@ func (c *Cache) Prime(ctx context.Context, dirPrefix string) error {
 			if o.Key != dirPrefix && strings.HasPrefix(o.Key, dirPrefix) {
 				l.Objects = append(l.Objects, o)
 				c.recordAttr(o, l.FetchedAt)
+				c.recordObjMeta(o)
 			}
 		}
 		for _, pre := range p.CommonPrefixes {

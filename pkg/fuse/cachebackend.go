@@ -18,6 +18,7 @@ type cacheBackend interface {
 	Wrote(info objstore.ObjectInfo)
 	MadeDir(key string)
 	Removed(key string, dir bool)
+	ObjectMetadata(ctx context.Context, info objstore.ObjectInfo, probe bool) (map[string]string, bool, error)
 	InodeOf(path string) (uint64, error)
 	InodesOf(paths []string) ([]uint64, error)
 	PathOf(ino uint64) (string, bool)

@@ -133,23 +133,29 @@ func (f *FS) inodeOf(key string, ino uint64) (uint64, syscall.Errno) {
 	return ino, 0
 }
 
-// fileChild returns the inode of a file child with fresh attributes,
+// fileChild returns the inode of an object child — a file, or a symbolic
+// link when its metadata says so (posixmeta.go) — with fresh attributes,
 // reusing the known inode if there is one. ino 0 means "look it up".
 func (d *dirNode) fileChild(ctx context.Context, name, key string, info objstore.ObjectInfo, ino uint64, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ino, errno := d.fsys.inodeOf(key, ino)
 	if errno != 0 {
 		return nil, errno
 	}
+	meta, known := d.fsys.objectMeta(ctx, info)
+	if a := parsePosix(meta); a.isLink() {
+		return d.linkChild(ctx, name, info, a, ino, out)
+	}
 	// A known child of the same type keeps its inode (and number), also
 	// after a rename moved it here: the kernel already knows it.
 	if ch := d.GetChild(name); ch != nil {
 		if fn, ok := ch.Operations().(*fileNode); ok {
 			fn.setInfo(info)
+			fn.setMeta(meta, known)
 			fn.fillAttr(&out.Attr)
 			return ch, 0
 		}
 	}
-	fn := &fileNode{fsys: d.fsys, info: info}
+	fn := &fileNode{fsys: d.fsys, info: info, meta: meta}
 	fn.fillAttr(&out.Attr)
 	return d.NewInode(ctx, fn, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 }

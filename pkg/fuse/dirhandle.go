@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 type dirEntry struct {
 	name  string
 	isDir bool
+	link  bool // a symbolic link (posixmeta.go)
 	ino   uint64
 	info  objstore.ObjectInfo // files only
 }
@@ -70,6 +72,7 @@ func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 		dirs[name] = true
 		entries = append(entries, dirEntry{name: name, isDir: true})
 	}
+	f.markLinks(ctx, entries)
 	h.pending = false
 	for name, ch := range h.dir.Children() {
 		fn, ok := ch.Operations().(*fileNode)
@@ -96,6 +99,33 @@ func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 	return l.FetchedAt, 0
 }
 
+// linkProbes bounds the HEADs a listing sends at once to learn which of
+// its small objects are symbolic links.
+const linkProbes = 16
+
+// markLinks marks the entries whose object is a symbolic link. Only
+// objects up to symlinkMax bytes can be; their metadata comes from the
+// listing (GCS) or the cache (once per version), else one HEAD each,
+// linkProbes at once. A failed HEAD leaves the entry a file (the lookup
+// asks again).
+func (f *FS) markLinks(ctx context.Context, entries []dirEntry) {
+	sem := make(chan struct{}, linkProbes)
+	var wg sync.WaitGroup
+	for i := range entries {
+		e := &entries[i]
+		if e.isDir || e.info.Size > symlinkMax {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			meta, _ := f.objectMeta(ctx, e.info)
+			e.link = parsePosix(meta).isLink()
+		})
+	}
+	wg.Wait()
+}
+
 // Readdirent returns the next entry; offsets are 1-based entry indexes.
 func (h *dirHandle) Readdirent(ctx context.Context) (*gofuse.DirEntry, syscall.Errno) {
 	if h.pos >= len(h.entries) {
@@ -104,8 +134,11 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*gofuse.DirEntry, syscall.E
 	e := h.entries[h.pos]
 	h.pos++
 	mode := uint32(syscall.S_IFREG)
-	if e.isDir {
+	switch {
+	case e.isDir:
 		mode = syscall.S_IFDIR
+	case e.link:
+		mode = syscall.S_IFLNK
 	}
 	return &gofuse.DirEntry{Name: e.name, Mode: mode, Ino: e.ino, Off: uint64(h.pos)}, 0
 }

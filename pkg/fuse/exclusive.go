@@ -25,17 +25,18 @@ import (
 // The cost is one small PUT per exclusive create (cp, tar and mkstemp
 // create with O_EXCL) in place of the lookup it replaces.
 
-// claim stores key as an empty object if no object has that name, and
-// records it in the cache as this mount's own write. objstore.ErrExists:
-// another creator has the name.
-func (f *FS) claim(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+// claim stores key as an empty object with metadata meta (nil: none) if
+// no object has that name, and records it in the cache as this mount's
+// own write. objstore.ErrExists: another creator has the name.
+func (f *FS) claim(ctx context.Context, key string, meta map[string]string) (objstore.ObjectInfo, error) {
 	ctx, cancel := f.opContext(ctx)
 	defer cancel()
-	info, err := f.store.Put(ctx, key, strings.NewReader(""), objstore.PutOptions{Size: 0, IfAbsent: true})
+	info, err := f.store.Put(ctx, key, strings.NewReader(""), objstore.PutOptions{Size: 0, IfAbsent: true, Metadata: meta})
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
 	info.Key, info.Size = key, 0
+	info.Metadata = objstore.NormalizeMetadata(meta)
 	if info.ModTime.IsZero() {
 		info.ModTime = time.Now()
 	}

@@ -133,6 +133,21 @@ func (c *fakeCache) Wrote(info objstore.ObjectInfo) { c.Invalidate(info.Key) }
 
 func (c *fakeCache) MadeDir(key string) { c.Invalidate(key) }
 
+// ObjectMetadata keeps nothing: info's own, else a HEAD when probing.
+func (c *fakeCache) ObjectMetadata(ctx context.Context, info objstore.ObjectInfo, probe bool) (map[string]string, bool, error) {
+	if info.Metadata != nil {
+		return info.Metadata, true, nil
+	}
+	if !probe {
+		return nil, false, nil
+	}
+	fresh, err := c.store.Stat(ctx, info.Key)
+	if err != nil {
+		return nil, false, err
+	}
+	return fresh.Metadata, fresh.Version == info.Version, nil
+}
+
 // Removed forgets key, and for a directory its listing.
 func (c *fakeCache) Removed(key string, dir bool) {
 	c.Invalidate(key)

@@ -26,6 +26,7 @@ type fileNode struct {
 	mu sync.Mutex
 	// guarded by mu
 	info        objstore.ObjectInfo // last known attributes in the bucket
+	meta        map[string]string   // the object's user metadata (posixmeta.go); nil: unknown or none
 	keepVersion string              // version the kernel page cache may hold
 	userOpens   int                 // handles served in user space (readers and writers)
 	ptOpens     int                 // handles served by FUSE passthrough
@@ -120,7 +121,24 @@ func (n *fileNode) pendingWrite() bool {
 
 func (n *fileNode) fillAttr(out *gofuse.Attr) {
 	info := n.currentInfo()
+	n.mu.Lock()
+	meta, writing := n.meta, n.w != nil
+	n.mu.Unlock()
 	n.fsys.fillFileAttr(out, info.Size, info.ModTime)
+	applyPosix(out, parsePosix(meta), !writing)
+}
+
+// setMeta records the object's metadata, unless a local write is pending
+// (its own metadata then goes up with it).
+func (n *fileNode) setMeta(meta map[string]string, known bool) {
+	if !known {
+		return
+	}
+	n.mu.Lock()
+	if n.w == nil {
+		n.meta = meta
+	}
+	n.mu.Unlock()
 }
 
 func (n *fileNode) Statfs(_ context.Context, out *gofuse.StatfsOut) syscall.Errno {
@@ -137,6 +155,10 @@ func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.At
 		// TTL of 0 does not cost one round trip per read(2).
 		info := h.oh.Info()
 		n.fsys.fillFileAttr(&out.Attr, info.Size, info.ModTime)
+		n.mu.Lock()
+		meta := n.meta
+		n.mu.Unlock()
+		applyPosix(&out.Attr, parsePosix(meta), true)
 		if _, linked := n.key(); !linked {
 			out.Nlink = 0
 		}
@@ -171,12 +193,14 @@ func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.At
 		return n.fsys.errno("getattr", key, err)
 	}
 	n.setInfo(info)
+	meta, known := n.fsys.objectMeta(ctx, info)
+	n.setMeta(meta, known)
 	n.fillAttr(&out.Attr)
 	return 0
 }
 
-// Setattr implements truncate; mode, owner and time changes are accepted
-// and ignored.
+// Setattr implements truncate, and records mode, owner and modification
+// time changes in the object's metadata (setattr.go).
 func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.SetAttrIn, out *gofuse.AttrOut) syscall.Errno {
 	if n.fsys.cfg.ReadOnly {
 		return syscall.EROFS
@@ -185,6 +209,9 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.Set
 		if errno := n.truncate(ctx, fh, int64(size)); errno != 0 {
 			return errno
 		}
+	}
+	if errno := n.setPosix(ctx, in); errno != 0 {
+		return errno
 	}
 	n.fillAttr(&out.Attr)
 	return 0
@@ -342,6 +369,19 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 
 func (n *fileNode) openWrite(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	key, _ := n.key()
+	n.mu.Lock()
+	info, metaKnown := n.info, n.meta != nil || n.w != nil
+	n.mu.Unlock()
+	if !metaKnown && info.Key != "" && key != "" {
+		// The new version keeps the object's mode and times: learn them
+		// before the upload replaces the object (one HEAD, only for
+		// objects whose metadata nobody told yet).
+		info.Key = key
+		octx, cancel := n.fsys.opContext(ctx)
+		meta, known := n.fsys.objectMetaAsk(octx, info)
+		cancel()
+		n.setMeta(meta, known)
+	}
 	w, errno := n.acquireWrite()
 	if errno != 0 {
 		return nil, 0, errno

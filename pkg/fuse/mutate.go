@@ -15,7 +15,7 @@ import (
 )
 
 // Create opens a new file for writing; it reaches the bucket at close.
-func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	f := d.fsys
 	key, errno := d.newChildKey(name)
 	if errno != 0 {
@@ -27,11 +27,18 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	// name another writer has fails with EEXIST. Without O_TRUNC or
 	// O_EXCL an existing object's content must survive (copy-down on the
 	// first write, as for an open): ask the bucket itself.
+	var created map[string]string // a new file's metadata
+	if mode&0o111 != 0 {
+		// An executable (cp -p, pip, compilers): its mode is recorded.
+		// Other new files keep the volume's mode, which follows the
+		// volume's settings (fsGroup's group bits among them).
+		created = withMode(nil, syscall.S_IFREG|mode&0o777)
+	}
 	var existing, claimed *objstore.ObjectInfo
 	switch {
 	case flags&syscall.O_EXCL != 0:
 		defer f.noteClaim(key)() // for a successor, should this process die (claims.go)
-		info, err := f.claim(ctx, key)
+		info, err := f.claim(ctx, key, created)
 		if errors.Is(err, objstore.ErrExists) {
 			if mine, ok := f.predecessorsClaim(ctx, key); ok {
 				info, err = mine, nil
@@ -76,8 +83,12 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, _ uint32, out 
 	fn := &fileNode{fsys: f, w: w, userOpens: 1}
 	if existing != nil {
 		fn.info = *existing
+		fn.meta, _ = f.objectMetaAsk(ctx, *existing)
 	} else if claimed != nil {
 		fn.info = *claimed
+	}
+	if existing == nil {
+		fn.meta = created
 	}
 	w.node = fn
 	w.refs = 1

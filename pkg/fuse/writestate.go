@@ -259,14 +259,27 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	}
 	uctx, cancel := f.transferContext(ctx, size)
 	defer cancel()
+	meta := w.node.uploadMeta(w)
 	info, streamed := w.completeStreamLocked(uctx, key, size)
 	if !streamed {
 		var err error
-		info, err = f.store.Put(uctx, key, io.NewSectionReader(w.file, 0, size), objstore.PutOptions{Size: size})
+		info, err = f.store.Put(uctx, key, io.NewSectionReader(w.file, 0, size), objstore.PutOptions{Size: size, Metadata: meta})
 		if err != nil {
 			return fmt.Errorf("upload %s: %w", key, err)
 		}
+	} else if setter, ok := f.store.(objstore.MetadataSetter); ok && len(meta) > 0 {
+		// The stream started before the metadata was final: set it now
+		// (a copy on the server, no upload).
+		done, err := setter.SetMetadata(uctx, key, meta, info.Version)
+		if err != nil {
+			return fmt.Errorf("upload %s: metadata: %w", key, err)
+		}
+		info.Version, info.ModTime = done.Version, done.ModTime
 	}
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	info.Metadata = meta
 	if info.Key == "" {
 		info.Key = key
 	}
@@ -278,17 +291,28 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	}
 	w.dirty = false
 	w.uploaded = &info
-	w.mtime.Store(info.ModTime.UnixNano()) // from now on the bucket's time
+	if !hasMtime(meta) {
+		w.mtime.Store(info.ModTime.UnixNano()) // from now on the bucket's time
+	}
 	f.counters.uploads.Add(1)
 	f.counters.uploadBytes.Add(size)
 	f.cache.Wrote(info) // the directory's listing stays, with the object in it
 	n := w.node
 	n.mu.Lock()
 	n.info = info
+	n.meta = meta
 	n.keepVersion = "" // the page cache holds what was written, not a fetched copy
 	n.mu.Unlock()
 	klog.V(2).InfoS("uploaded", "volume", f.cfg.VolumeID, "key", key, "size", size, "version", info.Version)
 	return nil
+}
+
+// pendingUpload reports whether content written here is not uploaded yet
+// (the next upload then carries the node's metadata too).
+func (w *writeState) pendingUpload() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dirty && !w.discard
 }
 
 // markUnlinked stops any further upload; the staged file's name goes too.
@@ -336,7 +360,11 @@ func (w *writeState) finish() {
 	}
 	if closeErr == nil && !w.dirty && !w.discard && w.uploaded != nil {
 		ctx, cancel := f.opContext(context.Background())
-		err := f.cache.Install(ctx, *w.uploaded, path)
+		installed := *w.uploaded
+		// The upload recorded its metadata; a chmod since then may have
+		// replaced it, which this late install must not undo.
+		installed.Metadata = nil
+		err := f.cache.Install(ctx, installed, path)
 		cancel()
 		if err == nil {
 			return
