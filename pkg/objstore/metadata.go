@@ -31,14 +31,17 @@ type MetadataSetter interface {
 }
 
 // NormalizeMetadata returns meta with lower-case keys (S3 and GCS
-// answer keys in their own case), an empty map for none.
+// answer keys in their own case), an empty map for none. Empty values
+// count as absent.
 func NormalizeMetadata(meta map[string]string) map[string]string {
 	if len(meta) == 0 {
 		return map[string]string{}
 	}
 	out := make(map[string]string, len(meta))
 	for k, v := range meta {
-		out[strings.ToLower(k)] = v
+		if v != "" { // GCS keeps a deleted key as "" on some servers
+			out[strings.ToLower(k)] = v
+		}
 	}
 	return out
 }

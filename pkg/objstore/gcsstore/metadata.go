@@ -2,6 +2,7 @@ package gcsstore
 
 import (
 	"context"
+	"fmt"
 
 	"cloud.google.com/go/storage"
 
@@ -28,6 +29,9 @@ func (s *Store) SetMetadata(ctx context.Context, key string, meta map[string]str
 	if ifVersion != "" {
 		if gen, err = parseGeneration(ifVersion); err != nil {
 			return objstore.ObjectInfo{}, err
+		}
+		if gen != cur.Generation {
+			return objstore.ObjectInfo{}, fmt.Errorf("gcsstore: set metadata %q: generation is %d, not %d: %w", key, cur.Generation, gen, objstore.ErrPreconditionFailed)
 		}
 	}
 	update := make(map[string]string, len(meta)+len(cur.Metadata))

@@ -30,6 +30,9 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts objsto
 	defer cancel()
 	w := s.newWriter(wctx, key, chunkSize(s.cfg.PartSize, opts.Size), opts.ContentType, opts.IfAbsent)
 	w.Metadata = opts.Metadata
+	if w.Metadata == nil {
+		w.Metadata = map[string]string{} // a new generation has no metadata of the old one
+	}
 
 	src := &bodyReader{r: body}
 	n, copyErr := io.Copy(w, src)
