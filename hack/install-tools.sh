@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine with Go, the same
 # versions for `make test` (make tools), CI (.ci/run) and developers:
-#   - apt packages: fuse3, fio, rclone, python3-torch and python3-torchvision (bench scenarios);
+#   - apt packages: fuse3, fio, rclone, s3fs, python3-torch and python3-torchvision (bench scenarios);
 #   - Go-built servers and tools, pinned, into $BASIN_TOOLS_DIR/bin
 #     (default ~/.cache/basin-tools/bin): MinIO, fake-gcs-server,
 #     csi-sanity, golangci-lint and controller-gen.
@@ -46,6 +46,7 @@ apt_packages() {
   command -v fusermount3 >/dev/null || need+=(fuse3)
   command -v fio >/dev/null || need+=(fio)
   command -v rclone >/dev/null || need+=(rclone)
+  command -v s3fs >/dev/null || need+=(s3fs) # reference mount: links and modes written by Basin
   /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
   /usr/bin/python3 -c 'import torchvision' 2>/dev/null || need+=(python3-torchvision)
   ((${#need[@]})) || return 0

@@ -105,9 +105,11 @@
 //     files open for writing cannot be renamed (EBUSY).
 //   - Incomplete multipart uploads a killed process left are aborted by
 //     its successor, and old ones by a periodic sweep (orphans.go).
-//   - chmod, chown and utimes succeed but change nothing: modes, owners and
-//     times come from the mount configuration and the bucket.
-//   - Hard links, symlinks, special files and extended attributes are not
+//   - chmod, chown and utimes are kept in the object's user metadata
+//     (posixmeta.go: s3fs's, rclone's and gcsfuse's keys), replaced on the
+//     server without an upload (objstore.MetadataSetter); symbolic links
+//     are objects whose body is the target (symlink.go).
+//   - Hard links, special files and extended attributes are not
 //     supported; link and mknod of a FIFO, socket or device fail with EPERM
 //     (errno.go lists each unsupported operation's errno), mknod of a
 //     regular file creates an empty one.

@@ -26,6 +26,9 @@ func toErrno(err error) syscall.Errno {
 	case errors.Is(err, objstore.ErrPreconditionFailed):
 		// The object changed under an open file.
 		return syscall.ESTALE
+	case errors.Is(err, objstore.ErrMetadataUnsupported):
+		// chmod, chown or utimes on a store that keeps no metadata.
+		return syscall.EPERM
 	case errors.Is(err, objstore.ErrInvalidKey), errors.Is(err, objstore.ErrInvalidRange):
 		return syscall.EINVAL
 	case errors.Is(err, objstore.ErrThrottled), errors.Is(err, objstore.ErrUnavailable),

@@ -83,10 +83,6 @@ func (n *fileNode) setPosix(ctx context.Context, in *gofuse.SetAttrIn) syscall.E
 	if (w != nil && w.pendingUpload()) || !linked || info.Key == "" {
 		return 0 // the coming upload carries it (or there is no object yet)
 	}
-	setter, ok := n.fsys.store.(objstore.MetadataSetter)
-	if !ok {
-		return 0 // a store that keeps no metadata: accepted without effect
-	}
 	ctx, cancel := n.fsys.opContext(ctx)
 	defer cancel()
 	if meta == nil {
@@ -97,13 +93,13 @@ func (n *fileNode) setPosix(ctx context.Context, in *gofuse.SetAttrIn) syscall.E
 		}
 	}
 	next := change(meta)
-	done, err := setter.SetMetadata(ctx, key, next, info.Version)
+	done, err := objstore.SetMetadataOf(ctx, n.fsys.store, key, next, info.Version)
 	if errors.Is(err, objstore.ErrPreconditionFailed) {
 		// Our version is stale: apply the change to the current one.
 		var fresh objstore.ObjectInfo
 		if fresh, err = n.fsys.store.Stat(ctx, key); err == nil {
 			next = change(fresh.Metadata)
-			done, err = setter.SetMetadata(ctx, key, next, fresh.Version)
+			done, err = objstore.SetMetadataOf(ctx, n.fsys.store, key, next, fresh.Version)
 		}
 	}
 	if err != nil {

@@ -267,10 +267,10 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("upload %s: %w", key, err)
 		}
-	} else if setter, ok := f.store.(objstore.MetadataSetter); ok && len(meta) > 0 {
+	} else if len(meta) > 0 {
 		// The stream started before the metadata was final: set it now
 		// (a copy on the server, no upload).
-		done, err := setter.SetMetadata(uctx, key, meta, info.Version)
+		done, err := objstore.SetMetadataOf(uctx, f.store, key, meta, info.Version)
 		if err != nil {
 			return fmt.Errorf("upload %s: metadata: %w", key, err)
 		}

@@ -190,6 +190,17 @@ func (s *store) Copy(ctx context.Context, src, dst string) (objstore.ObjectInfo,
 	return info, err
 }
 
+var _ objstore.MetadataSetter = (*store)(nil)
+
+// SetMetadata forwards; it counts as a copy (S3 copies the object onto
+// itself).
+func (s *store) SetMetadata(ctx context.Context, key string, meta map[string]string, ifVersion string) (objstore.ObjectInfo, error) {
+	start := time.Now()
+	info, err := objstore.SetMetadataOf(ctx, s.next, key, meta, ifVersion)
+	s.m.observe(OpCopy, start, err)
+	return info, err
+}
+
 func (s *store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 	start := time.Now()
 	n, err := s.next.DeletePrefix(ctx, prefix)

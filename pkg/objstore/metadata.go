@@ -2,6 +2,8 @@ package objstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"strings"
 )
@@ -52,4 +54,30 @@ func CloneMetadata(meta map[string]string) map[string]string {
 		return nil
 	}
 	return maps.Clone(meta)
+}
+
+// ErrMetadataUnsupported: the store under a wrapper cannot replace
+// metadata (it does not implement MetadataSetter).
+var ErrMetadataUnsupported = errors.New("objstore: metadata replacement not supported")
+
+// SetMetadataOf calls s's SetMetadata, or fails with
+// ErrMetadataUnsupported; wrappers forward through it.
+func SetMetadataOf(ctx context.Context, s Store, key string, meta map[string]string, ifVersion string) (ObjectInfo, error) {
+	setter, ok := s.(MetadataSetter)
+	if !ok {
+		return ObjectInfo{}, fmt.Errorf("%w by %T", ErrMetadataUnsupported, s)
+	}
+	return setter.SetMetadata(ctx, key, meta, ifVersion)
+}
+
+var _ MetadataSetter = (*prefixStore)(nil)
+
+// SetMetadata forwards with the prefix added.
+func (p *prefixStore) SetMetadata(ctx context.Context, key string, meta map[string]string, ifVersion string) (ObjectInfo, error) {
+	full, err := p.full(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	info, err := SetMetadataOf(ctx, p.s, full, meta, ifVersion)
+	return p.rel(info), err
 }
