@@ -38,13 +38,20 @@ func session(t *testing.T, store objstore.Store, fn func(dir string)) {
 	fn(dir)
 }
 
-// run runs a command with a timeout and fails the test on error.
+// run runs a command in dir with a timeout and fails the test on error.
+//
+// /bin/sh changes to dir and execs the command, never this process's
+// child itself: os/exec forks with vfork, which stops the forking thread,
+// holding its P and syscall.ForkLock, until the child execs. A child that
+// looked up a path on a mount this process serves (its directory, the
+// program) would wait on the file system while the file system waits on
+// that thread (the next garbage collection's stop, or the lock), for ever.
 func run(t *testing.T, dir string, name string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*syscallTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `cd "$0" && exec "$@"`, dir, name}, args...)...)
+	cmd.Dir = "/"
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
