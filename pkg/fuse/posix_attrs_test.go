@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"context"
+	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,8 @@ import (
 func session(t *testing.T, store objstore.Store, fn func(dir string)) {
 	t.Helper()
 	testserver.RequireFUSE(t)
-	fsys, err := newFS(Config{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute}, store, newBackend(t, store, mountSpec{cfg: Config{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute}}))
+	cfg := Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute}}
+	fsys, err := newFS(cfg, store, newBackend(t, store, mountSpec{cfg: cfg}))
 	if err != nil {
 		t.Fatal(err)
 	}
