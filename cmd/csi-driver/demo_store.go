@@ -68,3 +68,14 @@ func (r countingReader) Read(p []byte) (int, error) {
 	r.n.Add(int64(n))
 	return n, err
 }
+
+var _ objstore.MetadataSetter = (*slowStore)(nil)
+
+// SetMetadata forwards after the latency, so chmod, chown and touch work
+// in the demo as on a remote bucket.
+func (s *slowStore) SetMetadata(ctx context.Context, key string, meta map[string]string, ifVersion string) (objstore.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	return objstore.SetMetadataOf(ctx, s.Store, key, meta, ifVersion)
+}

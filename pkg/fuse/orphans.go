@@ -18,7 +18,7 @@ import (
 //     the previous process of this volume on this node was writing when
 //     it stopped (a kill during a large close or a streamed write): their
 //     staged files are still in WritesDir, and name the inodes, hence the
-//     keys (writes.go). No writer of this process exists yet, so every
+//     keys (stagedwrites.go). No writer of this process exists yet, so every
 //     upload of those keys from this node is the dead one's;
 //   - in the background, at start and then every uploadSweepInterval
 //     while mounted, every upload in the volume older than
@@ -28,7 +28,7 @@ import (
 // Either may abort a live upload of another node's writer of the same key
 // (two nodes writing one file, which is already last-upload-wins) or of a
 // file written for more than a day: a stream aborted so is given up and
-// the file uploaded whole at close (upstream.go), a close's own upload
+// the file uploaded whole at close (streamupload.go), a close's own upload
 // fails with EIO and is tried again at release (writestate.go).
 // basin_fuse_aborted_uploads_total counts the aborted uploads.
 
