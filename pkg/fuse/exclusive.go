@@ -29,7 +29,7 @@ import (
 // no object has that name, and records it in the cache as this mount's
 // own write. objstore.ErrExists: another creator has the name.
 func (f *FS) claim(ctx context.Context, key string, meta map[string]string) (objstore.ObjectInfo, error) {
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	info, err := f.store.Put(ctx, key, strings.NewReader(""), objstore.PutOptions{Size: 0, IfAbsent: true, Metadata: meta})
 	if err != nil {
@@ -62,7 +62,7 @@ func (f *FS) unclaim(ctx context.Context, claim *objstore.ObjectInfo) {
 	if claim == nil {
 		return
 	}
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	if err := f.store.Delete(ctx, claim.Key); err != nil {
 		klog.ErrorS(err, "removing the claim of a failed exclusive create", "volume", f.cfg.VolumeID, "key", claim.Key)

@@ -80,6 +80,17 @@ func (f *FS) opContext(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, f.cfg.OpTimeout)
 }
 
+// changeContext bounds a change of the bucket's names (create, mkdir,
+// symlink, unlink, rmdir, rename, a claim, a metadata update) by the op
+// timeout alone: a signal to the caller, which the kernel forwards as an
+// interrupt, does not cut it short. The caller could not tell whether a
+// change cut short was made (an object store has no undo), and Go's
+// runtime signals its threads all the time (preemption), so the change
+// runs to its end and the caller gets its true outcome.
+func (f *FS) changeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return f.opContext(context.WithoutCancel(ctx))
+}
+
 // transferContext bounds a transfer of size bytes (copy-down, upload): the
 // op timeout plus one second per MiB, so a dead bucket still fails in
 // bounded time while a large upload over a slow link is not cut off.

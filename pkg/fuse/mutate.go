@@ -107,7 +107,7 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *gofuse.
 	if errno != 0 {
 		return nil, errno
 	}
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	if _, err := f.store.Put(ctx, key+"/", strings.NewReader(""), objstore.PutOptions{Size: 0}); err != nil {
 		return nil, f.errno("mkdir", key, err)
@@ -132,7 +132,7 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
 		return syscall.ENOTEMPTY
 	}
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	page, err := f.store.List(ctx, objstore.ListOptions{Prefix: key + "/", Delimiter: "/", MaxKeys: 2})
 	if err != nil {
@@ -204,7 +204,7 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 			fn.unlinked()
 		}
 	}
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	if err := f.store.Delete(ctx, key); err != nil {
 		return f.errno("unlink", key, err)

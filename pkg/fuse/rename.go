@@ -51,7 +51,7 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if src == dst {
 		return 0
 	}
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	srcIsDir, errno := d.childIsDir(ctx, name, src)
 	if errno != 0 {

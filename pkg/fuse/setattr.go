@@ -83,7 +83,7 @@ func (n *fileNode) setPosix(ctx context.Context, in *gofuse.SetAttrIn) syscall.E
 	if (w != nil && w.pendingUpload()) || !linked || info.Key == "" {
 		return 0 // the coming upload carries it (or there is no object yet)
 	}
-	ctx, cancel := n.fsys.opContext(ctx)
+	ctx, cancel := n.fsys.changeContext(ctx)
 	defer cancel()
 	if meta == nil {
 		// Keep what the object has: fetch it before replacing it.

@@ -45,7 +45,7 @@ func (d *dirNode) Symlink(ctx context.Context, target, name string, out *gofuse.
 	if target == "" || len(target) > symlinkMax {
 		return nil, syscall.ENAMETOOLONG
 	}
-	ctx, cancel := f.opContext(ctx)
+	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	if k, err := f.kindOf(ctx, key, false); err != nil {
 		return nil, f.errno("symlink", key, err)
