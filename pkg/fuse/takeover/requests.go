@@ -119,19 +119,20 @@ func (s *sessionFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr
 }
 
 func (s *sessionFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
-	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
-		return st
-	}
-	st := s.RawFileSystem.Create(cancel, in, name, out)
-	s.entered(st, &out.EntryOut)
-	return s.opened(cancel, st, &in.InHeader, out.NodeId, in.Flags, &out.OpenOut, true)
+	return s.created(cancel, in, out, func() gofuse.Status { return s.RawFileSystem.Create(cancel, in, name, out) })
 }
 
 func (s *sessionFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
+	return s.created(cancel, in, out, func() gofuse.Status { return s.RawFileSystem.Tmpfile(cancel, in, out) })
+}
+
+// created runs create, a request that makes a node and opens it (CREATE,
+// TMPFILE), on a known parent, and counts the lookup and the open.
+func (s *sessionFS) created(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut, create func() gofuse.Status) gofuse.Status {
 	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
-	st := s.RawFileSystem.Tmpfile(cancel, in, out)
+	st := create()
 	s.entered(st, &out.EntryOut)
 	return s.opened(cancel, st, &in.InHeader, out.NodeId, in.Flags, &out.OpenOut, true)
 }
