@@ -11,7 +11,14 @@ import (
 // writeCheckpoint writes 48 MiB of random data, fsyncs it and prints its
 // SHA-256; readCheckpoint prints the SHA-256 of what it reads back.
 const (
-	writeCheckpoint = `mkdir -p /data/ckpt
+	// The writer first reuses names it just removed (issue 32): a
+	// directory made and removed, then a file of that name; a file
+	// removed, then a directory; a tree removed, then a file. Each must
+	// work at once, within the metadata TTL.
+	writeCheckpoint = `cd /data && mkdir d && rmdir d && echo x > d && [ "$(cat d)" = x ] &&
+  rm d && mkdir d && rmdir d && mkdir -p t/a/b && echo y > t/a/b/f && rm -r t &&
+  echo z > t && [ "$(cat t)" = z ] && rm t && echo reuse=ok
+mkdir -p /data/ckpt
 dd if=/dev/urandom of=/data/ckpt/step-1.pt bs=1M count=48 conv=fsync 2>/dev/null
 echo sum=$(sha256sum /data/ckpt/step-1.pt | cut -d' ' -f1)`
 	readCheckpoint = `echo sum=$(sha256sum /data/ckpt/step-1.pt | cut -d' ' -f1)`
@@ -55,6 +62,9 @@ func TestDynamicProvisioning(t *testing.T) {
 	for _, c := range cases {
 		w := mustSucceed(t, ns, "write-"+c.claim, 3*time.Minute)
 		want := logValue(w.Log, "sum")
+		if got := logValue(w.Log, "reuse"); got != "ok" {
+			t.Errorf("%s: reusing removed names failed in the writer pod:\n%s", c.claim, w.Log)
+		}
 		runPod(t, ns, pod{Name: "read-" + c.claim, Claim: c.claim, Script: readCheckpoint, ReadOnly: true})
 		r := mustSucceed(t, ns, "read-"+c.claim, 3*time.Minute)
 		if got := logValue(r.Log, "sum"); len(want) != 64 || got != want {
