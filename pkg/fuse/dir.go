@@ -64,9 +64,9 @@ func (d *dirNode) Statfs(_ context.Context, out *gofuse.StatfsOut) syscall.Errno
 }
 
 // Lookup resolves name: a file being written here, else an object, else a
-// directory (a prefix with at least one key under it, or a marker object).
+// link in rclone's form (rclonelink.go), else a directory (a prefix with at least one key under it, or a marker object).
 func (d *dirNode) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if !validName(name) {
+	if !validName(name) || d.fsys.hiddenName(name) {
 		return nil, syscall.ENOENT
 	}
 	dir, ok := d.key()
@@ -91,6 +91,13 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *gofuse.EntryOut)
 	}
 	if !errors.Is(err, objstore.ErrNotFound) {
 		return nil, d.fsys.errno("lookup", key, err)
+	}
+	info, err = d.fsys.rcloneLinkInfo(ctx, key, d.fsys.cache.Stat)
+	if err == nil {
+		return d.rcloneLinkChild(ctx, name, key, info, 0, out)
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return nil, d.fsys.errno("lookup", key+rcloneLinkSuffix, err)
 	}
 	isDir, err := d.fsys.dirExists(ctx, key)
 	if err != nil {
@@ -143,7 +150,7 @@ func (d *dirNode) fileChild(ctx context.Context, name, key string, info objstore
 	}
 	meta, known := d.fsys.objectMeta(ctx, info)
 	if a := parsePosix(meta); a.isLink() {
-		return d.linkChild(ctx, name, info, a, ino, out)
+		return d.linkChild(ctx, name, info, a, ino, false, out)
 	}
 	// A known child of the same type keeps its inode (and number), also
 	// after a rename moved it here: the kernel already knows it.

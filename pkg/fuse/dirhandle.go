@@ -19,8 +19,11 @@ type dirEntry struct {
 	name  string
 	isDir bool
 	link  bool // a symbolic link (posixmeta.go)
-	ino   uint64
-	info  objstore.ObjectInfo // files only
+	// rclone: a link in rclone's form, info the object NAME.rclonelink
+	// (rclonelink.go).
+	rclone bool
+	ino    uint64
+	info   objstore.ObjectInfo // files only
 }
 
 // dirHandle is an open directory: a snapshot of one listing plus the files
@@ -55,13 +58,26 @@ func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 	}
 	files := make(map[string]bool, len(l.Objects))
 	entries := make([]dirEntry, 0, len(l.Objects)+len(l.Prefixes))
+	var links []objstore.ObjectInfo // in rclone's form
 	for _, o := range l.Objects {
 		name := strings.TrimPrefix(o.Key, prefix)
+		if f.hiddenName(name) {
+			links = append(links, o)
+			continue
+		}
 		if !validName(name) || files[name] {
 			continue // the marker itself, or a key that is no file name
 		}
 		files[name] = true
 		entries = append(entries, dirEntry{name: name, info: o})
+	}
+	for _, o := range links {
+		name, _ := f.rcloneLinkName(strings.TrimPrefix(o.Key, prefix))
+		if files[name] {
+			continue // a plain object of the same name wins
+		}
+		files[name] = true
+		entries = append(entries, dirEntry{name: name, info: o, link: true, rclone: true})
 	}
 	dirs := make(map[string]bool, len(l.Prefixes))
 	for _, p := range l.Prefixes {
@@ -113,7 +129,7 @@ func (f *FS) markLinks(ctx context.Context, entries []dirEntry) {
 	var wg sync.WaitGroup
 	for i := range entries {
 		e := &entries[i]
-		if e.isDir || e.info.Size > symlinkMax {
+		if e.isDir || e.rclone || e.info.Size > symlinkMax {
 			continue
 		}
 		sem <- struct{}{}
@@ -178,6 +194,9 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *gofuse.EntryOu
 			fn.fillAttr(&out.Attr)
 			return ch, 0
 		}
+	}
+	if e.rclone {
+		return h.dir.rcloneLinkChild(ctx, name, key, e.info, e.ino, out)
 	}
 	return h.dir.fileChild(ctx, name, key, e.info, e.ino, out)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
 )
 
@@ -87,7 +89,8 @@ func rclone(t *testing.T, srv *testserver.Server, args ...string) string {
 // relative links, an executable, a file with an old mtime — reads the
 // same through s3fs, and rclone shows the mtime; a tree with links, modes
 // and times written by s3fs, and a time set by rclone, read right through
-// Basin.
+// Basin; and links in rclone's --links form go both ways through a mount
+// with rcloneLinks.
 func TestInteropS3fsRclone(t *testing.T) {
 	srv := testserver.MinIO(t)
 	bucket := newMinIOBucket(t, srv)
@@ -137,4 +140,43 @@ func TestInteropS3fsRclone(t *testing.T) {
 			}
 		}
 	})
+
+	rcloneLinksInterop(t, srv, store, bucket)
+}
+
+// rcloneLinksInterop: a snapshot tree of relative links uploaded with
+// `rclone copy -l` reads right through a mount with rcloneLinks, and a
+// link made through that mount comes back as a link with `rclone copy -l`.
+func rcloneLinksInterop(t *testing.T, srv *testserver.Server, store objstore.Store, bucket string) {
+	t.Helper()
+	local := t.TempDir()
+	for _, step := range []func() error{
+		func() error { return os.MkdirAll(filepath.Join(local, "blobs"), 0o755) },
+		func() error { return os.MkdirAll(filepath.Join(local, "snapshots/rev"), 0o755) },
+		func() error { return os.WriteFile(filepath.Join(local, "blobs/h1"), []byte("weights"), 0o644) },
+		func() error { return os.Symlink("../../blobs/h1", filepath.Join(local, "snapshots/rev/f")) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rclone(t, srv, "copy", "-l", local, "minio:"+bucket+"/rclonehub")
+	wantObject(t, store, "rclonehub/snapshots/rev/f.rclonelink", []byte("../../blobs/h1"))
+
+	sessionWith(t, store, mountspec.Spec{RcloneLinks: true}, func(dir string) {
+		rev := filepath.Join(dir, "rclonehub/snapshots/rev")
+		wantLink(t, filepath.Join(rev, "f"), "../../blobs/h1", "weights")
+		if got := dirTypes(t, rev); len(got) != 1 || got["f"] != os.ModeSymlink {
+			t.Errorf("readdir of rclone's links: %v, want only f, a symbolic link", got)
+		}
+		must(t, "symlink", func() (struct{}, error) {
+			return struct{}{}, os.Symlink("../../blobs/h1", filepath.Join(rev, "g"))
+		})
+	})
+
+	back := t.TempDir()
+	rclone(t, srv, "copy", "-l", "minio:"+bucket+"/rclonehub", back)
+	for _, name := range []string{"f", "g"} {
+		wantLink(t, filepath.Join(back, "snapshots/rev", name), "../../blobs/h1", "weights")
+	}
 }

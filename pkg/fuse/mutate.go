@@ -186,7 +186,8 @@ func hasPendingWrites(n *fs.Inode) bool {
 	return false
 }
 
-// Unlink deletes the object; a file still being written here is not
+// Unlink deletes the object (NAME.rclonelink for a link in rclone's
+// form); a file still being written here is not
 // uploaded afterwards. A resent unlink the predecessor carried out
 // succeeds (resent.go).
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -206,6 +207,7 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
+	key = d.objectKeyOf(ctx, name, key)
 	if err := f.store.Delete(ctx, key); err != nil {
 		return f.errno("unlink", key, err)
 	}
@@ -244,12 +246,13 @@ func (d *dirNode) childKeyToChange(name string) (string, syscall.Errno) {
 }
 
 // newChildKey is childKeyToChange for a name about to be created, which
-// must also be a valid file name (EINVAL).
+// must also be a valid file name (EINVAL), and not one that holds a link
+// in rclone's form (rclonelink.go).
 func (d *dirNode) newChildKey(name string) (string, syscall.Errno) {
 	if d.fsys.cfg.ReadOnly {
 		return "", syscall.EROFS
 	}
-	if !validName(name) {
+	if !validName(name) || d.fsys.hiddenName(name) {
 		return "", syscall.EINVAL
 	}
 	return d.childKeyToChange(name)

@@ -19,8 +19,16 @@ import (
 // unmounts: two sessions in a row are a remount that lost the cache.
 func session(t *testing.T, store objstore.Store, fn func(dir string)) {
 	t.Helper()
+	sessionWith(t, store, mountspec.Spec{}, fn)
+}
+
+// sessionWith is session with the settings of spec (its TTLs are a
+// minute).
+func sessionWith(t *testing.T, store objstore.Store, spec mountspec.Spec, fn func(dir string)) {
+	t.Helper()
 	testserver.RequireFUSE(t)
-	cfg := Config{Spec: mountspec.Spec{MetadataTTL: time.Minute, NegativeMetadataTTL: time.Minute}}
+	spec.MetadataTTL, spec.NegativeMetadataTTL = time.Minute, time.Minute
+	cfg := Config{Spec: spec}
 	fsys, err := newFS(cfg, store, newBackend(t, store, mountSpec{cfg: cfg}))
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 		return errnoNoRenameFlag // RENAME_EXCHANGE, RENAME_WHITEOUT
 	}
 	np, ok := newParent.(*dirNode)
-	if !ok || !validName(newName) {
+	if !ok || !validName(newName) || f.hiddenName(newName) {
 		return syscall.EINVAL
 	}
 	srcDir, ok1 := d.key()
@@ -74,7 +74,7 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if srcIsDir {
 		errno = d.renameDir(ctx, name, src, dst, dstKind == kindDir)
 	} else {
-		errno = d.renameFile(ctx, name, src, dst)
+		errno = d.renameLinkOrFile(ctx, name, src, dst, dstKind != kindNone)
 	}
 	if errno == 0 {
 		d.forgetListing()
@@ -108,14 +108,18 @@ const (
 	kindDir
 )
 
-// kindOf looks key up as Lookup does, through the cache's metadata, or,
-// with fresh, in the bucket itself.
+// kindOf looks key up as Lookup does (a link in rclone's form is a
+// file), through the cache's metadata, or, with fresh, in the bucket
+// itself.
 func (f *FS) kindOf(ctx context.Context, key string, fresh bool) (kind, error) {
 	stat, dirExists := f.cache.Stat, f.dirExists
 	if fresh {
 		stat, dirExists = f.store.Stat, f.dirListed
 	}
 	_, err := stat(ctx, key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		_, err = f.rcloneLinkInfo(ctx, key, stat)
+	}
 	if err == nil {
 		return kindFile, nil
 	}
@@ -135,6 +139,28 @@ func (f *FS) moveInodes(src, dst string) {
 	if err := f.cache.RenameInodes(src, dst); err != nil {
 		klog.ErrorS(err, "renaming inode numbers; a takeover may not resolve the moved files", "volume", f.cfg.VolumeID, "from", src, "to", dst)
 	}
+}
+
+// renameLinkOrFile renames the object of src, which is NAME.rclonelink
+// for a link in rclone's form (rclonelink.go), to dst's name of the same
+// form; when dst existed, it then deletes dst's object of the other form,
+// which would shadow the moved one or survive it.
+func (d *dirNode) renameLinkOrFile(ctx context.Context, name, src, dst string, dstExists bool) syscall.Errno {
+	f := d.fsys
+	srcObj, dstObj := d.objectKeyOf(ctx, name, src), dst
+	if srcObj != src {
+		dstObj = dst + rcloneLinkSuffix
+	}
+	if errno := d.renameFile(ctx, name, srcObj, dstObj); errno != 0 {
+		return errno
+	}
+	if other := f.otherForm(dst, dstObj); dstExists && other != "" {
+		if err := f.store.Delete(ctx, other); err != nil {
+			return f.errno("rename", other, err)
+		}
+		f.cache.Removed(other, false)
+	}
+	return 0
 }
 
 // renameFile uploads pending data, then copies and deletes the object.
@@ -176,6 +202,10 @@ func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall
 	f.cache.Wrote(info)
 	if node != nil {
 		node.movedTo(info)
+	} else if ch := d.GetChild(name); ch != nil {
+		if ln, ok := ch.Operations().(*linkNode); ok {
+			ln.movedTo(info)
+		}
 	}
 	return 0
 }

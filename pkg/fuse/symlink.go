@@ -17,9 +17,11 @@ import (
 // linkNode is a symbolic link: an object whose metadata says so
 // (posixmeta.go). Its target is the metadata's (gcsfuse) or else the
 // object's body (s3fs, and what Basin writes), read once per version.
+// A link in rclone's form (rclonelink.go) is the object NAME.rclonelink.
 type linkNode struct {
 	fs.Inode
-	fsys *FS
+	fsys   *FS
+	rclone bool // constant: stored as NAME.rclonelink
 
 	mu sync.Mutex
 	// guarded by mu
@@ -35,7 +37,9 @@ var (
 )
 
 // Symlink stores the link as one object: the target as its body, with
-// mode S_IFLNK|0777 (s3fs) and gcsfuse_symlink_target (gcsfuse).
+// mode S_IFLNK|0777 (s3fs) and gcsfuse_symlink_target (gcsfuse); or, on a
+// mount of rclone's links, as NAME.rclonelink with the target as its body
+// and only the modification time in its metadata.
 func (d *dirNode) Symlink(ctx context.Context, target, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	f := d.fsys
 	key, errno := d.newChildKey(name)
@@ -52,13 +56,16 @@ func (d *dirNode) Symlink(ctx context.Context, target, name string, out *gofuse.
 	} else if k != kindNone {
 		return nil, syscall.EEXIST
 	}
-	meta := linkMeta(target, time.Now())
-	info, err := f.store.Put(ctx, key, strings.NewReader(target), objstore.PutOptions{Size: int64(len(target)), Metadata: meta})
+	obj, meta := key, linkMeta(target, time.Now())
+	if f.cfg.RcloneLinks {
+		obj, meta = key+rcloneLinkSuffix, withMtime(nil, time.Now())
+	}
+	info, err := f.store.Put(ctx, obj, strings.NewReader(target), objstore.PutOptions{Size: int64(len(target)), Metadata: meta})
 	if err != nil {
-		return nil, f.errno("symlink", key, err)
+		return nil, f.errno("symlink", obj, err)
 	}
 	if info.Key == "" {
-		info.Key = key
+		info.Key = obj
 	}
 	info.Metadata = meta
 	f.cache.Wrote(info)
@@ -67,15 +74,16 @@ func (d *dirNode) Symlink(ctx context.Context, target, name string, out *gofuse.
 	if errno != 0 {
 		return nil, errno
 	}
-	ln := &linkNode{fsys: f, info: info, attrs: parsePosix(meta), target: target}
+	ln := &linkNode{fsys: f, rclone: f.cfg.RcloneLinks, info: info, attrs: parsePosix(meta), target: target}
 	ln.fillAttr(&out.Attr)
 	return d.NewInode(ctx, ln, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
 }
 
-// linkChild returns the inode of a link child with fresh attributes.
-func (d *dirNode) linkChild(ctx context.Context, name string, info objstore.ObjectInfo, a posixAttrs, ino uint64, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// linkChild returns the inode of a link child with fresh attributes;
+// rclone: stored in rclone's form.
+func (d *dirNode) linkChild(ctx context.Context, name string, info objstore.ObjectInfo, a posixAttrs, ino uint64, rclone bool, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if ch := d.GetChild(name); ch != nil {
-		if ln, ok := ch.Operations().(*linkNode); ok {
+		if ln, ok := ch.Operations().(*linkNode); ok && ln.rclone == rclone {
 			ln.mu.Lock()
 			if ln.info.Version != info.Version {
 				ln.target = ""
@@ -86,7 +94,7 @@ func (d *dirNode) linkChild(ctx context.Context, name string, info objstore.Obje
 			return ch, 0
 		}
 	}
-	ln := &linkNode{fsys: d.fsys, info: info, attrs: a}
+	ln := &linkNode{fsys: d.fsys, rclone: rclone, info: info, attrs: a}
 	ln.fillAttr(&out.Attr)
 	return d.NewInode(ctx, ln, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
 }
@@ -129,6 +137,9 @@ func (l *linkNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if !ok {
 		return nil, syscall.ENOENT
 	}
+	if l.rclone {
+		key += rcloneLinkSuffix
+	}
 	if info.Size > symlinkMax {
 		return nil, syscall.EIO // not a link body
 	}
@@ -149,4 +160,11 @@ func (l *linkNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	}
 	l.mu.Unlock()
 	return raw, 0
+}
+
+// movedTo makes the copy info a renamed link's object.
+func (l *linkNode) movedTo(info objstore.ObjectInfo) {
+	l.mu.Lock()
+	l.info = info
+	l.mu.Unlock()
 }

@@ -27,12 +27,12 @@ func TestAddFlags(t *testing.T) {
 		}
 	}
 	err := fs.Parse([]string{"--path-style", "--metadata-ttl", "-1", "--read-ahead", "0", "--uid", "7",
-		"--file-mode", "600", "--prefetch=false", "--op-timeout", "5s", "--mount-options", "ro,noexec"})
+		"--file-mode", "600", "--prefetch=false", "--op-timeout", "5s", "--mount-options", "ro,noexec", "--rclone-links"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !s.PathStyle || s.MetadataTTL != Forever || s.ReadAhead != 0 || s.UID != 7 || s.FileMode != 0o600 ||
-		s.Prefetch || s.OpTimeout != 5*time.Second || !reflect.DeepEqual(s.MountOptions, []string{"ro", "noexec"}) {
+		s.Prefetch || s.OpTimeout != 5*time.Second || !reflect.DeepEqual(s.MountOptions, []string{"ro", "noexec"}) || !s.RcloneLinks {
 		t.Errorf("spec %+v", s)
 	}
 	if f := fs.Lookup("cache-size"); f.DefValue != "10Gi" {

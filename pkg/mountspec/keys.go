@@ -67,6 +67,11 @@ const (
 	// noatime, and the always-on nosuid, nodev, allow_other,
 	// default_permissions).
 	KeyMountOptions = "mountOptions"
+	// KeyRcloneLinks reads and writes symbolic links as rclone's --links
+	// (-l) stores them: an object NAME.rclonelink whose body is the
+	// target is the link NAME. Off by default: a bucket may hold real
+	// files with that suffix.
+	KeyRcloneLinks = "rcloneLinks"
 )
 
 // AttributeKeys returns the keys of the mount settings a volume attribute

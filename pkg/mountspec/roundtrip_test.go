@@ -52,6 +52,7 @@ func (genSpec) Generate(r *rand.Rand, _ int) reflect.Value {
 	s.UID, s.GID = pick64(-1, 0, r.Int63n(MaxID+1)), pick64(-1, 0, 65534)
 	s.FileMode, s.DirMode = os.FileMode(r.Intn(int(ModeBits)+1)), os.FileMode(r.Intn(int(ModeBits)+1))
 	s.ReadOnly = r.Intn(2) == 0
+	s.RcloneLinks = r.Intn(2) == 0
 	s.OpenMode = mountdefaults.OpenModes()[r.Intn(2)]
 	if n := r.Intn(3); n > 0 {
 		s.MountOptions = []string{"noexec", "noatime", "ro"}[:n]

@@ -87,6 +87,8 @@ func settings() []setting {
 		{key: KeyMountOptions, attribute: true, usage: "comma-separated mount `options`, as the mountOptions volume attribute: " + strings.Join(AcceptedOptions(), ", "),
 			parse:  parseMountOptions,
 			format: func(s Spec) string { return strings.Join(s.MountOptions, ",") }, check: checkMountOptions},
+		boolSetting(KeyRcloneLinks, "symbolic links as rclone --links stores them: object NAME.rclonelink, whose body is the target, is the link NAME",
+			func(s *Spec) *bool { return &s.RcloneLinks }),
 	}
 }
 

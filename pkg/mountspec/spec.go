@@ -82,6 +82,9 @@ type Spec struct {
 	// MountOptions are accepted mount options (options.go), without
 	// duplicates; "ro" also sets ReadOnly.
 	MountOptions []string `json:"mountOptions,omitempty"`
+	// RcloneLinks stores symbolic links as rclone's --links does: an
+	// object NAME.rclonelink whose body is the target, shown as link NAME.
+	RcloneLinks bool `json:"rcloneLinks,omitempty"`
 }
 
 // Defaults of a mount, written in internal/mountdefaults (see there why).
