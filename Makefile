@@ -69,29 +69,35 @@ image:
 		--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		--entrypoint /usr/local/bin/csi-driver
 
-## k8s-up: a single-node Kubernetes cluster (kubelet, API server, csi-provisioner, containerd) with
-## Basin applied from deploy/kubernetes, left running; `source /var/lib/basin-k8s/env` for kubectl.
+## k8s-up: a Kubernetes cluster of NODES nodes (default 3: one control plane and kubelets node1..nodeN,
+## each with its own containerd, network and mount namespace, and kube-proxy) with Basin applied from
+## deploy/kubernetes, left running; `. /var/lib/basin-k8s/env`, then `kubectl get nodes`.
 K8S_IMAGE_TAG ?= e2e-$(VERSION)
+NODES ?= 3
 k8s-up:
 	./hack/k8s/apt.sh
 	$(MAKE) image VERSION=$(K8S_IMAGE_TAG)
-	BASIN_IMAGE=$(IMAGE):$(K8S_IMAGE_TAG) BASIN_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) ./hack/k8s/cluster.sh up
+	NODES=$(NODES) BASIN_IMAGE=$(IMAGE):$(K8S_IMAGE_TAG) BASIN_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) ./hack/k8s/cluster.sh up
 
 k8s-down:
 	./hack/k8s/cluster.sh down
 
-## k8s-e2e: k8s-up, every cluster scenario with real pods, then k8s-down (also on failure or interrupt).
+## k8s-e2e: k8s-up, every cluster scenario with real pods (the test binary runs in the control plane's
+## network namespace), then k8s-down (also on failure or interrupt).
+K8S_TEST := _output/k8s-e2e.test
 k8s-e2e:
 	@rm -f _output/k8s-e2e-summary.txt; mkdir -p _output; \
-	trap './hack/k8s/cluster.sh down' INT TERM; \
+	trap '$(CURDIR)/hack/k8s/cluster.sh down' INT TERM; \
+	$(GO) test -c -tags k8se2e -o $(K8S_TEST) ./tests/k8s/ & build=$$!; \
 	status=1; \
-	if $(MAKE) k8s-up; then \
-		BASIN_K8S_SUMMARY=$(CURDIR)/_output/k8s-e2e-summary.txt \
-			$(GO) test -tags k8se2e -count=1 -timeout 40m -v ./tests/k8s/ 2>&1 | grep --line-buffered -v '^[IWE][0-9]'; \
+	$(MAKE) k8s-up; up=$$?; wait $$build; built=$$?; \
+	if [ $$up -eq 0 ] && [ $$built -eq 0 ]; then \
+		(cd tests/k8s && BASIN_K8S_SUMMARY=$(CURDIR)/_output/k8s-e2e-summary.txt \
+			exec ../../hack/k8s/cluster.sh exec $(CURDIR)/$(K8S_TEST) -test.count=1 -test.timeout=40m -test.v) 2>&1 | grep --line-buffered -v '^[IWE][0-9]'; \
 		status=$${PIPESTATUS[0]}; \
 	fi; \
 	./hack/k8s/cluster.sh down; \
-	cat _output/k8s-e2e-summary.txt 2>/dev/null || echo "k8s-e2e: scenarios=? passed=? failed=? (no summary: the cluster or the tests did not start)"; \
+	cat _output/k8s-e2e-summary.txt 2>/dev/null || echo "k8s-e2e: nodes=$(NODES) scenarios=? passed=? failed=? (no summary: the cluster or the tests did not start)"; \
 	[ -f _output/k8s-e2e-summary.txt ] && [ $$status -eq 0 ]
 
 clean:

@@ -17,9 +17,6 @@ import (
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 )
 
-// clusterNode is the test cluster's one node.
-const clusterNode = "localhost"
-
 // volumeCache reads the VolumeCache of (pv, node) by its labels; ok is
 // false while there is none.
 func volumeCache(t *testing.T, pv, node string) (vc basinv1.VolumeCache, ok bool) {
@@ -43,13 +40,14 @@ func volumeCache(t *testing.T, pv, node string) (vc basinv1.VolumeCache, ok bool
 	return list.Items[0], true
 }
 
-// cacheWrites is the node plugin's count of VolumeCache writes.
-func cacheWrites(t *testing.T) float64 {
-	return sample(scrape(t, nodeMetrics), "basin_cachestatus_writes_total", nil)
+// cacheWrites is node's node plugin's count of VolumeCache writes.
+func cacheWrites(t *testing.T, node string) float64 {
+	return sample(scrape(t, nodeMetrics(t, node)), "basin_cachestatus_writes_total", nil)
 }
 
-// TestCacheStatus is the cache status scenario: a pod reads a dataset;
-// within a minute the VolumeCache of (its PV, this node) shows what the
+// TestCacheStatus is the cache status scenario: a pod reads a dataset on
+// the first node; within a minute the VolumeCache of (its PV, that node)
+// shows what the
 // cache itself counts; kubectl prints its columns; a quiet volume costs
 // no writes; a second read moves its last use; a new pod of the volume
 // is preferred onto the node by the placement webhook; deleting the pod,
@@ -57,6 +55,7 @@ func cacheWrites(t *testing.T) float64 {
 func TestCacheStatus(t *testing.T) {
 	scenario(t, "cache-status")
 	ns := namespace(t, "e2e-cachestatus")
+	clusterNode := env.Nodes[0]
 	const (
 		pv      = "e2e-cachestatus"
 		handle  = "e2e-cachestatus-vol"
@@ -67,7 +66,7 @@ func TestCacheStatus(t *testing.T) {
 	putObjects(t, s, "data/", objects, size)
 	staticVolume(t, ns, pv, handle, "e2e-cachestatus", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1", "warmup": "/"})
 
-	runPod(t, ns, pod{Name: "reader", Claim: pv, ReadOnly: true, Script: "cat /data/data/* > /dev/null\necho READY\nsleep 3600"})
+	runPod(t, ns, pod{Name: "reader", Claim: pv, ReadOnly: true, Node: clusterNode, Script: "cat /data/data/* > /dev/null\necho READY\nsleep 3600"})
 	waitLog(t, ns, "reader", "READY", 2*time.Minute)
 	read := time.Now()
 
@@ -81,7 +80,7 @@ func TestCacheStatus(t *testing.T) {
 	waitFor(t, "the VolumeCache to show the cache's own figures", 60*time.Second, func() bool {
 		var ok bool
 		vc, ok = volumeCache(t, pv, clusterNode)
-		m := scrape(t, nodeMetrics)
+		m := scrape(t, nodeMetrics(t, clusterNode))
 		used, cached = sample(m, "basin_cache_used_bytes", vol), sample(m, "basin_cache_objects", vol)
 		return ok && cached == objects && float64(vc.Status.CachedBytes) == used && float64(vc.Status.CachedObjects) == cached &&
 			vc.Status.DatasetBytes != nil
@@ -120,9 +119,9 @@ func TestCacheStatus(t *testing.T) {
 	}
 
 	// A quiet volume: over more than one report interval (30s), no write.
-	quiet0, quietStart := cacheWrites(t), time.Now()
+	quiet0, quietStart := cacheWrites(t, clusterNode), time.Now()
 	waitFor(t, "a quiet report interval", 40*time.Second, func() bool { return time.Since(quietStart) > 35*time.Second })
-	quiet := cacheWrites(t) - quiet0
+	quiet := cacheWrites(t, clusterNode) - quiet0
 	if quiet != 0 {
 		t.Errorf("%v VolumeCache writes by the node plugin in %v without reads, want 0", quiet, time.Since(quietStart).Round(time.Second))
 	}
@@ -130,21 +129,21 @@ func TestCacheStatus(t *testing.T) {
 	// A second read, a second (the API's resolution) after the first:
 	// its last use moves.
 	before := vc.Status.LastUseTime.Time
-	busy0 := cacheWrites(t)
+	busy0 := cacheWrites(t, clusterNode)
 	kubectl(t, "-n", ns, "exec", "reader", "--", "sh", "-c", "cat /data/data/* > /dev/null")
 	waitFor(t, "lastUseTime to move after the second read", 60*time.Second, func() bool {
 		vc, _ = volumeCache(t, pv, clusterNode)
 		return vc.Status.LastUseTime != nil && vc.Status.LastUseTime.After(before)
 	})
 	t.Logf("lastUseTime %s -> %s; VolumeCache writes by the node plugin: %v while quiet for 35s, %v for the second read",
-		before.Format(time.RFC3339), vc.Status.LastUseTime.Format(time.RFC3339), quiet, cacheWrites(t)-busy0)
+		before.Format(time.RFC3339), vc.Status.LastUseTime.Format(time.RFC3339), quiet, cacheWrites(t, clusterNode)-busy0)
 
 	// A busy volume (read without a pause for 65s): a status write per
 	// report interval at most, two or three in all.
-	busy0 = cacheWrites(t)
+	busy0 = cacheWrites(t, clusterNode)
 	kubectl(t, "-n", ns, "exec", "reader", "--", "sh", "-c",
 		"end=$(($(date +%s)+65)); while [ $(date +%s) -lt $end ]; do cat /data/data/* > /dev/null; done")
-	busy := cacheWrites(t) - busy0
+	busy := cacheWrites(t, clusterNode) - busy0
 	t.Logf("VolumeCache writes by the node plugin during 65s of reads: %v", busy)
 	if busy < 1 || busy > 3 {
 		t.Errorf("%v VolumeCache writes during 65s of reads, want 1 to 3 (one per 30s interval at most)", busy)
@@ -179,21 +178,21 @@ func TestCacheStatus(t *testing.T) {
 }
 
 // TestCacheStatusPolicy: the node plugin's service account, with a token
-// bound to its pod on node localhost, writes VolumeCaches of localhost
-// only; a token bound to no pod writes none.
+// bound to its pod on the first node, writes VolumeCaches of that node
+// only, not of another; a token bound to no pod writes none.
 func TestCacheStatusPolicy(t *testing.T) {
 	scenario(t, "cache-status-policy")
-	nodePod := strings.TrimSpace(kubectl(t, "-n", "basin-system", "get", "pods", "-l", "app.kubernetes.io/name=basin-node",
-		"-o", "jsonpath={.items[0].metadata.name}"))
+	clusterNode := env.Nodes[0]
+	nodePod := runningPod(t, "basin-node", clusterNode).Name
 	bound := kubeconfigWithToken(t, "bound", strings.TrimSpace(kubectl(t, "-n", "basin-system", "create", "token", "basin-node",
 		"--bound-object-kind", "Pod", "--bound-object-name", nodePod, "--duration", "10m")))
 	unbound := kubeconfigWithToken(t, "unbound", strings.TrimSpace(kubectl(t, "-n", "basin-system", "create", "token", "basin-node", "--duration", "10m")))
 
-	// A PersistentVolume and a second Node (no kubelet, unschedulable, no
-	// kubernetes.io/os label: no DaemonSet pod of Basin goes there)
-	// for the objects to name, so that the orchestrator's clean-up leaves
-	// them alone.
-	const otherNode = "e2e-policy-node"
+	// A PersistentVolume for the objects to name, so that the
+	// orchestrator's clean-up leaves them alone, and another node: the
+	// second real one, or on a one-node cluster a Node object without a
+	// kubelet (unschedulable, no kubernetes.io/os label: no DaemonSet pod
+	// of Basin goes there).
 	apply(t, `apiVersion: v1
 kind: PersistentVolume
 metadata:
@@ -204,16 +203,21 @@ spec:
   persistentVolumeReclaimPolicy: Retain
   storageClassName: ""
   csi: {driver: basin.csi.dev, volumeHandle: e2e-policy-none}
----
-apiVersion: v1
+`)
+	t.Cleanup(func() { _, _ = kubectlErr("delete", "pv", "e2e-policy", "--ignore-not-found", "--wait=false") })
+	otherNode := "e2e-policy-node"
+	if len(env.Nodes) > 1 {
+		otherNode = env.Nodes[1]
+	} else {
+		apply(t, `apiVersion: v1
 kind: Node
 metadata:
   name: `+otherNode+`
 spec:
   unschedulable: true
 `)
-	t.Cleanup(func() { _, _ = kubectlErr("delete", "pv", "e2e-policy", "--ignore-not-found", "--wait=false") })
-	t.Cleanup(func() { _, _ = kubectlErr("delete", "node", otherNode, "--ignore-not-found", "--wait=false") })
+		t.Cleanup(func() { _, _ = kubectlErr("delete", "node", otherNode, "--ignore-not-found", "--wait=false") })
+	}
 
 	object := func(pv, node string) string {
 		return fmt.Sprintf(`apiVersion: basin.csi.dev/v1alpha1

@@ -31,8 +31,9 @@ echo READY
 sleep 3600`
 	// The pods do not ask for a read-only mount themselves: the refusal
 	// must come from the volume (a ReadOnlyMany PV with readOnly set).
+	// Both on one node: one FUSE process there serves both.
 	for _, p := range []string{"reader-a", "reader-b"} {
-		runPod(t, ns, pod{Name: p, Claim: "e2e-dataset", Script: script})
+		runPod(t, ns, pod{Name: p, Claim: "e2e-dataset", Script: script, Node: env.Nodes[0]})
 	}
 	for _, p := range []string{"reader-a", "reader-b"} {
 		waitLog(t, ns, p, "READY", 3*time.Minute)

@@ -51,15 +51,6 @@ func run(stdin string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// ctr runs containerd's client on the cluster's images.
-func ctr(t *testing.T, args ...string) {
-	t.Helper()
-	out, err := exec.Command("ctr", append([]string{"--address", env.Containerd, "-n", "k8s.io"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ctr %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-}
-
 // apply applies YAML documents.
 func apply(t *testing.T, yaml string) {
 	t.Helper()
@@ -84,8 +75,8 @@ func namespace(t *testing.T, name string) string {
 func dumpNamespace(t *testing.T, ns string) {
 	out, _ := kubectlErr("-n", ns, "get", "pods,pvc,events", "-o", "wide")
 	t.Logf("namespace %s:\n%s", ns, out)
-	logs, err := kubectlErr("-n", "basin-system", "logs", "daemonset/basin-node", "--tail=40")
-	t.Logf("node plugin log (tail):\n%s%v", logs, err)
+	logs, err := kubectlErr("-n", "basin-system", "logs", "-l", "app.kubernetes.io/name=basin-node", "--prefix", "--tail=40")
+	t.Logf("node plugins' logs (tail):\n%s%v", logs, err)
 }
 
 // waitFor polls cond every half second until it is true or timeout.
@@ -179,6 +170,9 @@ type pod struct {
 	// SecurityContext is the pod's securityContext as YAML lines
 	// (indented 4 spaces); empty runs as root.
 	SecurityContext string
+	// Node pins the pod to a node (nodeSelector kubernetes.io/hostname);
+	// empty leaves it to the scheduler.
+	Node string
 }
 
 func (p pod) yaml(ns string) string {
@@ -194,7 +188,7 @@ metadata:
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
-  securityContext:
+%s  securityContext:
 %s
   containers:
     - name: main
@@ -215,7 +209,7 @@ spec:
       persistentVolumeClaim:
         claimName: %s
         readOnly: %t
-`, p.Name, ns, sc, strconv.Quote("set -e\n"+p.Script), p.ReadOnly, p.Claim, p.ReadOnly)
+`, p.Name, ns, nodeSelector(p.Node), sc, strconv.Quote("set -e\n"+p.Script), p.ReadOnly, p.Claim, p.ReadOnly)
 }
 
 // runPod creates the pod.

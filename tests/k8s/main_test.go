@@ -15,12 +15,23 @@ import (
 )
 
 // cluster is what `hack/k8s/cluster.sh up` wrote to $BASIN_K8S_DIR/env.
+// The test process runs in the control plane's network namespace
+// (`cluster.sh exec`): it reaches the API server, MinIO, fake-gcs-server,
+// the nodes and the pods' addresses as the control plane does.
 type cluster struct {
 	Dir, Bin, Kubeconfig, Image string
-	MinIOEndpoint               string
-	AccessKey, SecretKey        string
-	GCSEndpoint                 string
-	Containerd                  string // containerd's socket
+	// Nodes are the nodes' names in order (node1, node2, ...).
+	Nodes []string
+	// State is the directory of the nodes' sockets ($State/NODE/containerd.sock).
+	State string
+	// ControlPlaneIP is the control plane's address on the nodes' bridge.
+	ControlPlaneIP string
+	// MinIOEndpoint is MinIO as the test process reaches it;
+	// MinIOClusterEndpoint as pods and node plugins do (secrets name it).
+	MinIOEndpoint, MinIOClusterEndpoint string
+	AccessKey, SecretKey                string
+	// GCSEndpoint is fake-gcs-server, the same for the tests and the pods.
+	GCSEndpoint string
 }
 
 // scenarios counts the scenarios run and failed, for the summary line.
@@ -40,7 +51,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testserver.Shutdown()
 	results.mu.Lock()
-	line := fmt.Sprintf("k8s-e2e: scenarios=%d passed=%d failed=%d", len(results.names), len(results.names)-len(results.failed), len(results.failed))
+	line := fmt.Sprintf("k8s-e2e: nodes=%d scenarios=%d passed=%d failed=%d", len(env.Nodes),
+		len(results.names), len(results.names)-len(results.failed), len(results.failed))
 	if len(results.failed) > 0 {
 		line += " (" + strings.Join(results.failed, ", ") + ")"
 	}
@@ -89,17 +101,19 @@ func loadCluster() (cluster, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-			kv[k] = v
+			kv[k] = strings.Trim(v, `"`)
 		}
 	}
 	c := cluster{
 		Dir: kv["BASIN_K8S_DIR"], Bin: kv["BASIN_K8S_BIN"], Kubeconfig: kv["KUBECONFIG"], Image: kv["BASIN_K8S_IMAGE"],
-		MinIOEndpoint: kv["BASIN_K8S_MINIO_ENDPOINT"], AccessKey: kv["BASIN_K8S_MINIO_ACCESS_KEY"],
-		SecretKey: kv["BASIN_K8S_MINIO_SECRET_KEY"], GCSEndpoint: kv["BASIN_K8S_GCS_ENDPOINT"],
-		Containerd: kv["BASIN_K8S_CONTAINERD"],
+		Nodes: strings.Fields(kv["BASIN_K8S_NODES"]), State: kv["BASIN_K8S_STATE"], ControlPlaneIP: kv["BASIN_K8S_CP_IP"],
+		MinIOEndpoint: kv["BASIN_K8S_MINIO_ENDPOINT"], MinIOClusterEndpoint: kv["BASIN_K8S_MINIO_CLUSTER_ENDPOINT"],
+		AccessKey: kv["BASIN_K8S_MINIO_ACCESS_KEY"], SecretKey: kv["BASIN_K8S_MINIO_SECRET_KEY"],
+		GCSEndpoint: kv["BASIN_K8S_GCS_ENDPOINT"],
 	}
-	if c.Kubeconfig == "" || c.Bin == "" || c.MinIOEndpoint == "" {
-		return cluster{}, fmt.Errorf("%s/env is incomplete", dir)
+	if c.Kubeconfig == "" || c.Bin == "" || c.MinIOEndpoint == "" || c.MinIOClusterEndpoint == "" || len(c.Nodes) == 0 ||
+		c.State == "" || c.ControlPlaneIP == "" {
+		return cluster{}, fmt.Errorf("%s/env is incomplete (a cluster of an older hack/k8s/cluster.sh?)", dir)
 	}
 	return c, sc.Err()
 }

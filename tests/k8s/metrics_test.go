@@ -13,12 +13,18 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// The plugins' metrics endpoints as the test overlay places them on the
-// host's network.
-const (
-	controllerMetrics = "http://127.0.0.1:9820/metrics"
-	nodeMetrics       = "http://127.0.0.1:9810/metrics"
-)
+// nodeMetrics is the metrics endpoint of node's node plugin (its pod's
+// address: the test process reaches the pod network).
+func nodeMetrics(t *testing.T, node string) string {
+	t.Helper()
+	return "http://" + runningPod(t, "basin-node", node).Status.PodIP + ":9810/metrics"
+}
+
+// controllerMetrics is the metrics endpoint of the controller plugin.
+func controllerMetrics(t *testing.T) string {
+	t.Helper()
+	return "http://" + runningPod(t, "basin-controller", "").Status.PodIP + ":9810/metrics"
+}
 
 // scrape reads a metrics endpoint.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -79,17 +85,18 @@ func TestMetrics(t *testing.T) {
 	credentialsSecret(t, "e2e-metrics-creds")
 	openBucket(t, "e2e-metrics", true)
 	storageClass(t, "e2e-metrics", "e2e-metrics-creds", map[string]string{"provisioning": "prefix", "bucket": "e2e-metrics"})
-	ctrl0, node0 := scrape(t, controllerMetrics), scrape(t, nodeMetrics)
+	node := env.Nodes[0]
+	ctrl0, node0 := scrape(t, controllerMetrics(t)), scrape(t, nodeMetrics(t, node))
 	create := map[string]string{"method": "CreateVolume"}
 	publish := map[string]string{"method": "NodePublishVolume"}
 
 	apply(t, pvc(ns, "data", "e2e-metrics", "ReadWriteMany"))
 	pv := waitBound(t, ns, "data")
 	handle := jsonpath("", "pv/"+pv, "{.spec.csi.volumeHandle}")
-	runPod(t, ns, pod{Name: "writer", Claim: "data", Script: "dd if=/dev/zero of=/data/f bs=1M count=4 conv=fsync 2>/dev/null\ncat /data/f > /dev/null\necho READY\nsleep 3600"})
+	runPod(t, ns, pod{Name: "writer", Claim: "data", Node: node, Script: "dd if=/dev/zero of=/data/f bs=1M count=4 conv=fsync 2>/dev/null\ncat /data/f > /dev/null\necho READY\nsleep 3600"})
 	waitLog(t, ns, "writer", "READY", 2*time.Minute)
 
-	ctrl1, node1 := scrape(t, controllerMetrics), scrape(t, nodeMetrics)
+	ctrl1, node1 := scrape(t, controllerMetrics(t)), scrape(t, nodeMetrics(t, node))
 	if d := sample(ctrl1, "basin_csi_operations_total", create) - sample(ctrl0, "basin_csi_operations_total", create); d < 1 {
 		t.Errorf("the controller counted %v CreateVolume calls for the claim, want at least 1", d)
 	}

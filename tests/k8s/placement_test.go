@@ -119,7 +119,7 @@ func warmVolume(t *testing.T, name, volume string) (ns string) {
 func TestCacheAwarePlacement(t *testing.T) {
 	scenario(t, "cache-aware-placement")
 	ns := warmVolume(t, "e2e-placement", "e2e-placement-data")
-	h0 := scrape(t, controllerMetrics)
+	h0 := scrape(t, controllerMetrics(t))
 
 	// a. N of N on the warm node.
 	for i := range placementN {
@@ -181,7 +181,7 @@ func TestCacheAwarePlacement(t *testing.T) {
 		t.Errorf("warm-full: annotation %q, want a preference for %s", why, warmNode.Name)
 	}
 	t.Logf("with %s full: placed on %s", warmNode.Name, node)
-	p50, p99, n := webhookQuantiles(h0, scrape(t, controllerMetrics))
+	p50, p99, n := webhookQuantiles(h0, scrape(t, controllerMetrics(t)))
 	t.Logf("webhook latency over %.0f pods: p50 ≤ %s, p99 ≤ %s (histogram bucket bounds)", n, p50, p99)
 	if n < float64(placementN) {
 		t.Errorf("the webhook's histogram counted %v decisions, want at least %d", n, placementN)

@@ -21,7 +21,9 @@ import (
 func TestCredentialRotation(t *testing.T) {
 	scenario(t, "credential-rotation")
 	ns := namespace(t, "e2e-rotate")
-	m := testserver.NewMinIO(t) // its own server: its keys change
+	// Its own server (its keys change), on the control plane's address
+	// like the cluster's MinIO, where the node plugins reach it.
+	m := testserver.NewMinIOOn(t, env.ControlPlaneIP)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := objstore.Config{Backend: objstore.BackendS3, Bucket: "rotate", Endpoint: m.Endpoint, Region: m.Region, PathStyle: true}

@@ -172,11 +172,11 @@ func volumeBucket(t *testing.T, handle string) (backend objstore.Backend, bucket
 	return objstore.Backend(parts[0]), parts[4], parts[5]
 }
 
-// credentialsSecret is a secret of the cluster MinIO's keys in
-// basin-system, deleted when the test ends.
+// credentialsSecret is a secret of the cluster MinIO's keys and its
+// address as pods reach it, in basin-system, deleted when the test ends.
 func credentialsSecret(t *testing.T, name string) {
 	t.Helper()
-	apply(t, secretYAML(name, env.AccessKey, env.SecretKey, env.MinIOEndpoint))
+	apply(t, secretYAML(name, env.AccessKey, env.SecretKey, env.MinIOClusterEndpoint))
 	t.Cleanup(func() { _, _ = kubectlErr("-n", "basin-system", "delete", "secret", name, "--ignore-not-found") })
 }
 

@@ -32,7 +32,7 @@ func TestNodePluginUpgrade(t *testing.T) {
 
 	// The same build under another tag, as a new release would come.
 	next := strings.TrimSuffix(env.Image, ":"+tagOf(env.Image)) + ":" + tagOf(env.Image) + "-next"
-	ctr(t, "images", "tag", "--force", env.Image, next)
+	ctrAll(t, "images", "tag", "--force", env.Image, next)
 	kubectl(t, append(ds, "set", "image", "daemonset/basin-node", "csi-driver="+next)...)
 	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=120s")...)
 	t.Logf("node plugin upgraded to %s", next)

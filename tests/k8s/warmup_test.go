@@ -15,17 +15,16 @@ import (
 )
 
 // warmupJob is examples/warmup/job.yaml made to run here: in ns, on the
-// claim, with the image under test, and without what a single node
-// without GPUs cannot satisfy (the GPU node selector, a second pod that
-// anti-affinity keeps off this node).
-func warmupJob(t *testing.T, ns, claim string) string {
+// claim, with the image under test, on node instead of the GPU nodes, and
+// one pod (the example's anti-affinity spreads its pods over nodes).
+func warmupJob(t *testing.T, ns, claim, node string) string {
 	t.Helper()
 	return editExample(t, "warmup/job.yaml", func(job *batchv1.Job) {
 		one := int32(1)
 		job.Namespace = ns
 		job.Spec.Completions, job.Spec.Parallelism = &one, &one
 		spec := &job.Spec.Template.Spec
-		spec.NodeSelector = nil
+		spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
 		c := &spec.Containers[0]
 		if c.Image != "ghcr.io/basin-csi/basin:latest" || len(c.Args) == 0 || c.Args[0] != "warmup" {
 			t.Fatalf("examples/warmup/job.yaml: unexpected container %s %v", c.Image, c.Args)
@@ -77,7 +76,8 @@ func TestWarmupJob(t *testing.T) {
 	// bucket whether an object "train" appeared meanwhile).
 	staticVolume(t, ns, "e2e-warmup", handle, "e2e-warmup", "", "ReadOnlyMany", map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
 
-	apply(t, warmupJob(t, ns, "e2e-warmup"))
+	node := env.Nodes[0]
+	apply(t, warmupJob(t, ns, "e2e-warmup", node))
 	kubectl(t, "-n", ns, "wait", "--for=condition=complete", "job/imagenet-warmup", "--timeout=180s")
 	logs := kubectl(t, "-n", ns, "logs", "job/imagenet-warmup")
 	t.Logf("warmup: %s", strings.TrimSpace(logs[max(0, strings.LastIndex(strings.TrimSpace(logs), "\n")):]))
@@ -85,25 +85,25 @@ func TestWarmupJob(t *testing.T) {
 	// a new one, whose counters start at zero.
 	kubectl(t, "-n", ns, "delete", "job", "imagenet-warmup", "--cascade=foreground", "--wait=true")
 	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(volumeProcesses(t, handle)) == 0 })
-	readWarmed(t, ns, "e2e-warmup", handle, sums)
+	readWarmed(t, ns, "e2e-warmup", handle, node, sums)
 }
 
-// readWarmed runs a reader of every file under /data/train of claim
-// (handle's volume, unstaged before: the reader's FUSE process is a new
-// one) and checks it saw the objects of sums with zero bucket requests.
-// It returns the node's metrics scraped then.
-func readWarmed(t *testing.T, ns, claim, handle string, sums map[string]string) map[string]*dto.MetricFamily {
+// readWarmed runs a reader of every file under /data/train of claim on
+// node (handle's volume, unstaged before: the reader's FUSE process is a
+// new one) and checks it saw the objects of sums with zero bucket
+// requests. It returns the node's metrics scraped then.
+func readWarmed(t *testing.T, ns, claim, handle, node string, sums map[string]string) map[string]*dto.MetricFamily {
 	t.Helper()
 	script := `echo sum=$(sha256sum /data/train/* | sha256sum | cut -d' ' -f1)
 echo READY
 sleep 3600`
-	runPod(t, ns, pod{Name: "reader", Claim: claim, Script: script, ReadOnly: true})
+	runPod(t, ns, pod{Name: "reader", Claim: claim, Script: script, ReadOnly: true, Node: node})
 	waitLog(t, ns, "reader", "READY", 2*time.Minute)
 	log := kubectl(t, "-n", ns, "logs", "reader")
 	if got, want := logValue(log, "sum"), digest(sumsListing("/data/train", "train/", sums)); got != want {
 		t.Errorf("the reader saw %s, want %s", got, want)
 	}
-	m := scrape(t, nodeMetrics)
+	m := scrape(t, nodeMetrics(t, node))
 	vol := map[string]string{"volume": handle}
 	if up := sample(m, "basin_volume_scrape_up", vol); up != 1 {
 		t.Fatalf("basin_volume_scrape_up{volume=%q} = %v: no metrics of the reader's FUSE process", handle, up)

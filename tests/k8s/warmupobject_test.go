@@ -77,12 +77,14 @@ func TestWarmupObject(t *testing.T) {
 	})
 	waitFor(t, "the volume unstaged", 90*time.Second, func() bool { return len(volumeProcesses(t, handle)) == 0 })
 
-	m := readWarmed(t, ns, "e2e-warmupobj", handle, sums)
+	// The reader on the node the Warmup warmed.
+	node := status("nodes[0].nodeName")
+	m := readWarmed(t, ns, "e2e-warmupobj", handle, node, sums)
 	vol := map[string]string{"volume": handle}
 	// The cache's own figures: what the Warmup's status says it loaded is
 	// in the node's cache.
 	objects, used := sample(m, "basin_cache_objects", vol), sample(m, "basin_cache_used_bytes", vol)
-	t.Logf("the node's cache: %v objects, %v bytes used", objects, used)
+	t.Logf("%s's cache: %v objects, %v bytes used", node, objects, used)
 	if objects < files || used < float64(files*size) {
 		t.Errorf("the node's cache holds %v objects, %v bytes; the Warmup's status says %d files, %d bytes", objects, used, files, files*size)
 	}
@@ -106,7 +108,7 @@ func TestWarmupObject(t *testing.T) {
 	if strings.Count(events, "Completed") < 2 {
 		t.Errorf("want two Completed events")
 	}
-	ctl := scrape(t, controllerMetrics)
+	ctl := scrape(t, controllerMetrics(t))
 	if n := sample(ctl, "basin_warmup_runs_ended_total", map[string]string{"outcome": "complete"}); n < 2 {
 		t.Errorf("basin_warmup_runs_ended_total{outcome=complete} = %v, want at least 2", n)
 	}
