@@ -83,7 +83,8 @@ k8s-down:
 	./hack/k8s/cluster.sh down
 
 ## k8s-e2e: k8s-up, every cluster scenario with real pods (the test binary runs in the control plane's
-## network namespace), then k8s-down (also on failure or interrupt).
+## network namespace), then k8s-down (also on failure or interrupt; the cluster's logs stay in
+## _output/k8s-logs).
 K8S_TEST := _output/k8s-e2e.test
 k8s-e2e:
 	@rm -f _output/k8s-e2e-summary.txt; mkdir -p _output; \
@@ -96,7 +97,7 @@ k8s-e2e:
 			exec ../../hack/k8s/cluster.sh exec $(CURDIR)/$(K8S_TEST) -test.count=1 -test.timeout=40m -test.v) 2>&1 | grep --line-buffered -v '^[IWE][0-9]'; \
 		status=$${PIPESTATUS[0]}; \
 	fi; \
-	./hack/k8s/cluster.sh down; \
+	BASIN_K8S_KEEP_LOGS=$(CURDIR)/_output/k8s-logs ./hack/k8s/cluster.sh down; \
 	cat _output/k8s-e2e-summary.txt 2>/dev/null || echo "k8s-e2e: nodes=$(NODES) scenarios=? passed=? failed=? (no summary: the cluster or the tests did not start)"; \
 	[ -f _output/k8s-e2e-summary.txt ] && [ $$status -eq 0 ]
 

@@ -95,6 +95,7 @@ kctl() { in_ns "$CP_NS" "$KB/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@";
 images() {
   local img=$RUN/images
   mkdir -p "$img"
+  cd "$repo"
   # The sandbox image: a static program that waits for its signal.
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$RUN/pause" "$repo/hack/k8s/pause"
   go run "$repo/hack/image" --tag basin.local/pause:v1 --out "$img/pause.tar" \
@@ -240,11 +241,16 @@ up() {
   mountpoint -q /run/netns || touch "$RUN/made-run-netns"
   network_up
   host_mountpoints
-  log "control plane, object stores"; control_plane; object_stores; kubectl_wrapper
-  log "images"; images
+  save_sysctls
+  log "images (in the background), control plane, object stores"
+  images >"$RUN/logs/images.log" 2>&1 &
+  local img=$!
+  control_plane; object_stores; kubectl_wrapper
+  wait $img || die "images: $(tail -5 "$RUN/logs/images.log")"
   log "nodes: $(node_names | tr '\n' ' ')"
-  for n in $(node_names); do (node_up "$n") & done
-  for n in $(node_names); do wait -n || die "a node did not start (logs: $RUN/logs)"; done
+  local pids=()
+  for n in $(node_names); do (node_up "$n") & pids+=($!); done
+  for n in "${pids[@]}"; do wait "$n" || die "a node did not start (logs: $RUN/logs)"; done
   wait_for "$NODES nodes Ready" 120 nodes_ready
   log "nodes Ready after $((SECONDS - t0))s"
   log "Basin (kubectl apply -k)"; deploy

@@ -115,11 +115,17 @@ down() {
   for n in $(node_names); do kill_pidfile "$n-anchor"; done
   remove_cgroups
   remove_network
+  # kubelet's kernel settings back to what they were before `up`.
+  [ -f "$RUN/sysctls" ] && sysctl -q -p "$RUN/sysctls"
   unmount_under "$RUN" "$STATE"
   if [ -f "$RUN/made-dirs" ]; then
     tac "$RUN/made-dirs" | while read -r d; do
       mountpoint -q "$d" || rmdir "$d" 2>/dev/null || log "$d not empty; left"
     done
+  fi
+  # The logs outlive the run where asked (make k8s-e2e: _output/k8s-logs).
+  if [ -n "${BASIN_K8S_KEEP_LOGS:-}" ] && [ -d "$RUN/logs" ]; then
+    rm -rf "$BASIN_K8S_KEEP_LOGS" && mkdir -p "$BASIN_K8S_KEEP_LOGS" && cp -r "$RUN/logs/." "$BASIN_K8S_KEEP_LOGS/"
   fi
   # Only once nothing is mounted below them, and never across a mount.
   for d in "$RUN" "$STATE"; do

@@ -16,6 +16,11 @@
 # namespaces; kubelet's pods live under the cgroup /NAME in every
 # hierarchy.
 
+# The kernel settings kubelet sets for the whole machine
+# (protectKernelDefaults false); `down` puts back what they were.
+KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+
 # The host paths every node binds a directory of its own over.
 NODE_PATHS=(/var/lib/kubelet /var/lib/basin /var/lib/cni /var/log/pods /var/log/containers)
 
@@ -64,6 +69,12 @@ network_up() {
       [ "$m" = "$n" ] || in_ns "$(node_ns "$n")" ip route add "$(node_pod_cidr "$m")" via "$(node_ip "$m")"
     done
   done
+}
+
+# save_sysctls records KUBELET_SYSCTLS in $RUN/sysctls for `down`.
+save_sysctls() {
+  local k
+  for k in "${KUBELET_SYSCTLS[@]}"; do echo "$k=$(sysctl -n "$k")"; done >"$RUN/sysctls"
 }
 
 # host_mountpoints creates the paths of NODE_PATHS that the host lacks
