@@ -51,7 +51,7 @@ func TestPlacementAmongRealNodes(t *testing.T) {
 	// B's node plugin reports it, once the warmup pod is gone: all of it.
 	waitFor(t, "the VolumeCache of "+b+" to show the volume whole", 90*time.Second, func() bool {
 		vc, ok := volumeCachesOf(t, pv)[b]
-		return ok && vc.Status.CachedPercent != nil && *vc.Status.CachedPercent == 100
+		return ok && vc.Status.CachedObjects == files && vc.Status.CachedBytes >= files*size
 	})
 	for node := range volumeCachesOf(t, pv) {
 		if node != b {
