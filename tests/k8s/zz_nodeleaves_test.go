@@ -94,6 +94,11 @@ spec:
 		t.Errorf("the replacement trainer on %s read %s, want %s", node, got, want)
 	}
 	t.Logf("the trainer replaced on %s %v after %s left, read right", node, time.Since(left).Round(time.Second), c)
+	// C's node plugin may still run, without its kubelet: nothing of C
+	// comes back.
+	if vcs := volumeCachesBy(t, onC, func(vc basinv1.VolumeCache) string { return vc.Name }); len(vcs) != 0 {
+		t.Errorf("VolumeCaches of %s are back after it left: %v", c, names(vcs))
+	}
 }
 
 // trainerPod waits for a scheduled pod of the trainer Deployment other
