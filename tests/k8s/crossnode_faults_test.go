@@ -66,7 +66,7 @@ func TestFaultsStayOnTheirNode(t *testing.T) {
 	staticVolume(t, ns, "e2e-xnode-faults", handle, "e2e-xnode-faults", "", "ReadOnlyMany", nil)
 	script := fmt.Sprintf("FILES=%d\n", faultFiles) + openLoop
 	for _, n := range nodes {
-		runPodOn(t, ns, n, pod{Name: "reader-" + n, Claim: "e2e-xnode-faults", Script: script, ReadOnly: true})
+		runPod(t, ns, pod{Name: "reader-" + n, Claim: "e2e-xnode-faults", Script: script, ReadOnly: true, Node: n})
 	}
 	serving := map[string]int{}
 	for _, n := range nodes {

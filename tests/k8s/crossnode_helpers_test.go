@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
@@ -35,22 +34,6 @@ func threeNodes(t *testing.T) (a, b, c string) {
 	return env.Nodes[0], env.Nodes[1], env.Nodes[2]
 }
 
-// runPodOn creates p pinned to node by its hostname label: the scheduler
-// still places it (a cordoned node takes nothing).
-func runPodOn(t *testing.T, ns, node string, p pod) {
-	t.Helper()
-	var obj corev1.Pod
-	if err := yaml.UnmarshalStrict([]byte(p.yaml(ns)), &obj); err != nil {
-		t.Fatalf("pod %s: %v", p.Name, err)
-	}
-	obj.Spec.NodeSelector = map[string]string{hostnameLabel: node}
-	b, err := yaml.Marshal(&obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply(t, string(b))
-}
-
 // podNode is the node pod was scheduled on ("" while it is not).
 func podNode(ns, pod string) string { return jsonpath(ns, "pod/"+pod, "{.spec.nodeName}") }
 
@@ -60,38 +43,11 @@ func execIn(t *testing.T, ns, pod, script string) string {
 	return kubectl(t, "-n", ns, "exec", pod, "--", "sh", "-c", "set -e\n"+script)
 }
 
-// processNode is the node whose pods process pid belongs to: kubelet puts
-// a node's pods under its cgroup root, /<node>/kubepods (the processes
-// of all nodes share one pid namespace). "" when pid is of no node.
-func processNode(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		// hierarchy-ID:controllers:path
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(parts[2], "/"), "/")
-		if slices.Contains(env.Nodes, first) {
-			return first
-		}
-	}
-	return ""
-}
-
 // fuseProcessOn is the pid of the process serving the volume with handle
 // on node (its standby aside); 0 while there is none.
 func fuseProcessOn(t *testing.T, handle, node string) int {
 	t.Helper()
-	var on []int
-	for _, pid := range fuseProcesses(t, handle) {
-		if processNode(pid) == node {
-			on = append(on, pid)
-		}
-	}
+	on := fuseProcessesOn(t, node, handle)
 	if len(on) > 1 {
 		t.Fatalf("%d processes serve volume %s on %s: %v", len(on), handle, node, on)
 	}

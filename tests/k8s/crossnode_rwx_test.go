@@ -48,7 +48,7 @@ func TestReadWriteManyAcrossNodes(t *testing.T) {
 	writers := map[string]string{"w1": a, "w2": b}
 	for name, node := range writers {
 		script := fmt.Sprintf("FILES=%d SIZE=%d BIG=%d NAME=%s\n", files, size, big, name) + rwxWriter
-		runPodOn(t, ns, node, pod{Name: name, Claim: "shared", Script: script})
+		runPod(t, ns, pod{Name: name, Claim: "shared", Script: script, Node: node})
 	}
 	want := map[string]string{}
 	for name, node := range writers {
@@ -59,7 +59,7 @@ func TestReadWriteManyAcrossNodes(t *testing.T) {
 		want[name] = logValue(r.Log, "sum")
 	}
 
-	runPodOn(t, ns, c, pod{Name: "reader", Claim: "shared", ReadOnly: true, Script: `echo n=$(ls /data/shared | wc -l)
+	runPod(t, ns, pod{Name: "reader", Claim: "shared", ReadOnly: true, Node: c, Script: `echo n=$(ls /data/shared | wc -l)
 for w in w1 w2; do echo $w=$(cd /data/shared && sha256sum $w-* | sha256sum | cut -d' ' -f1); done`})
 	r := mustSucceed(t, ns, "reader", 3*time.Minute)
 	if got := podNode(ns, "reader"); got != c {

@@ -49,7 +49,7 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 
 	script := fmt.Sprintf("CHUNKS=%d PAUSE=1500000\n", chunks) + fleetReader
 	for _, n := range nodes {
-		runPodOn(t, ns, n, pod{Name: "reader-" + n, Claim: "e2e-xnode-upgrade", Script: script, ReadOnly: true})
+		runPod(t, ns, pod{Name: "reader-" + n, Claim: "e2e-xnode-upgrade", Script: script, ReadOnly: true, Node: n})
 	}
 	mounts := map[string]string{}
 	for _, n := range nodes {
@@ -67,7 +67,7 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 	t.Logf("node plugin restarted on %d nodes in %v", len(nodes), time.Since(start).Round(time.Second))
 
 	next := strings.TrimSuffix(env.Image, ":"+tagOf(env.Image)) + ":" + tagOf(env.Image) + "-fleet"
-	tagImageOnNodes(t, env.Image, next)
+	ctrAll(t, "images", "tag", "--force", env.Image, next)
 	t.Cleanup(func() {
 		_, _ = kubectlErr(append(ds, "set", "image", "daemonset/basin-node", "csi-driver="+env.Image)...)
 		_, _ = kubectlErr(append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=240s")...)

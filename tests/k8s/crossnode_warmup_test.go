@@ -35,7 +35,7 @@ func TestWarmupAcrossNodes(t *testing.T) {
 	// C reads two thirds of the files, B one third.
 	parts := map[string]int{c: 60, b: 30}
 	for node, n := range parts {
-		runPodOn(t, ns, node, pod{Name: "part-" + node, Claim: pv, ReadOnly: true,
+		runPod(t, ns, pod{Name: "part-" + node, Claim: pv, ReadOnly: true, Node: node,
 			Script: fmt.Sprintf("cat $(ls /data/train/* | head -n %d) > /dev/null", n)})
 	}
 	for node := range parts {

@@ -65,8 +65,8 @@ func TestWriteOnOneNodeReadOnAnother(t *testing.T) {
 	}
 	staticVolume(t, ns, "e2e-xnode-rw", "e2e-xnode-rw-vol", "e2e-xnode-rw", "", "ReadWriteMany",
 		map[string]string{"metadataTTL": xnodeTTL.String()})
-	runPodOn(t, ns, a, pod{Name: "writer", Claim: "e2e-xnode-rw", Script: "echo READY\nsleep 3600"})
-	runPodOn(t, ns, b, pod{Name: "reader", Claim: "e2e-xnode-rw", Script: overwriteReader, ReadOnly: true})
+	runPod(t, ns, pod{Name: "writer", Claim: "e2e-xnode-rw", Script: "echo READY\nsleep 3600", Node: a})
+	runPod(t, ns, pod{Name: "reader", Claim: "e2e-xnode-rw", Script: overwriteReader, ReadOnly: true, Node: b})
 	waitLog(t, ns, "writer", "READY", 2*time.Minute)
 	waitLog(t, ns, "reader", "READY", 2*time.Minute)
 	if got := podNode(ns, "writer") + "," + podNode(ns, "reader"); got != a+","+b {
