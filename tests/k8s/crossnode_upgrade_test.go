@@ -47,7 +47,7 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 		t.Errorf("the node plugin's maxUnavailable is %q, want 1", got)
 	}
 
-	script := fmt.Sprintf("CHUNKS=%d PAUSE=1500000\n", chunks) + fleetReader
+	script := fmt.Sprintf("CHUNKS=%d PAUSE=2500000\n", chunks) + fleetReader
 	for _, n := range nodes {
 		runPod(t, ns, pod{Name: "reader-" + n, Claim: "e2e-xnode-upgrade", Script: script, ReadOnly: true, Node: n})
 	}
@@ -63,18 +63,18 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 	ds := []string{"-n", "basin-system"}
 	start := time.Now()
 	kubectl(t, append(ds, "rollout", "restart", "daemonset/basin-node")...)
-	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=240s")...)
+	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=300s")...)
 	t.Logf("node plugin restarted on %d nodes in %v", len(nodes), time.Since(start).Round(time.Second))
 
 	next := strings.TrimSuffix(env.Image, ":"+tagOf(env.Image)) + ":" + tagOf(env.Image) + "-fleet"
 	ctrAll(t, "images", "tag", "--force", env.Image, next)
 	t.Cleanup(func() {
 		_, _ = kubectlErr(append(ds, "set", "image", "daemonset/basin-node", "csi-driver="+env.Image)...)
-		_, _ = kubectlErr(append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=240s")...)
+		_, _ = kubectlErr(append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=300s")...)
 	})
 	start = time.Now()
 	kubectl(t, append(ds, "set", "image", "daemonset/basin-node", "csi-driver="+next)...)
-	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=240s")...)
+	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=300s")...)
 	t.Logf("node plugin upgraded to %s on %d nodes in %v", next, len(nodes), time.Since(start).Round(time.Second))
 	for _, n := range nodes {
 		img := strings.TrimSpace(kubectl(t, append(ds, "get", "pods", "-l", "app.kubernetes.io/name=basin-node",
