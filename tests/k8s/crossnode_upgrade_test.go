@@ -63,18 +63,18 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 	ds := []string{"-n", "basin-system"}
 	start := time.Now()
 	kubectl(t, append(ds, "rollout", "restart", "daemonset/basin-node")...)
-	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=300s")...)
+	waitNodePluginRollout(t, 6*time.Minute)
 	t.Logf("node plugin restarted on %d nodes in %v", len(nodes), time.Since(start).Round(time.Second))
 
 	next := strings.TrimSuffix(env.Image, ":"+tagOf(env.Image)) + ":" + tagOf(env.Image) + "-fleet"
 	ctrAll(t, "images", "tag", "--force", env.Image, next)
 	t.Cleanup(func() {
 		_, _ = kubectlErr(append(ds, "set", "image", "daemonset/basin-node", "csi-driver="+env.Image)...)
-		_, _ = kubectlErr(append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=300s")...)
+		_, _ = kubectlErr(append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=170s")...)
 	})
 	start = time.Now()
 	kubectl(t, append(ds, "set", "image", "daemonset/basin-node", "csi-driver="+next)...)
-	kubectl(t, append(ds, "rollout", "status", "daemonset/basin-node", "--timeout=300s")...)
+	waitNodePluginRollout(t, 6*time.Minute)
 	t.Logf("node plugin upgraded to %s on %d nodes in %v", next, len(nodes), time.Since(start).Round(time.Second))
 	for _, n := range nodes {
 		img := strings.TrimSpace(kubectl(t, append(ds, "get", "pods", "-l", "app.kubernetes.io/name=basin-node",
@@ -123,4 +123,16 @@ func fuseMounts(t *testing.T, node, pv, handle string) string {
 		out = append(out, f[0]+" "+f[4])
 	}
 	return strings.Join(out, "\n")
+}
+
+// waitNodePluginRollout waits until the node plugin DaemonSet's rollout
+// is done: every node runs an available pod of its current template.
+func waitNodePluginRollout(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	const ds = "daemonset/basin-node"
+	waitFor(t, "the node plugin's rollout", timeout, func() bool {
+		st := strings.Fields(jsonpath("basin-system", ds,
+			"{.metadata.generation} {.status.observedGeneration} {.status.desiredNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}"))
+		return len(st) == 5 && st[0] == st[1] && st[2] == st[3] && st[2] == st[4]
+	})
 }
