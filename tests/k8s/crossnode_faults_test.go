@@ -33,9 +33,9 @@ echo STARTED
 i=0
 while [ ! -e /tmp/stop ]; do
   f=$((i % FILES))
-  t0=$(now)
+  now; t0=$NOW
   read -r line < /data/small/$f || { echo "read $f failed"; exit 1; }
-  t1=$(now)
+  now; t1=$NOW
   [ "$line" = "line $f" ] || { echo "file $f read as '$line'"; exit 2; }
   [ $((t1 - t0)) -le 4 ] || echo "slow $t0 $((t1 - t0))"
   i=$((i + 1))

@@ -83,9 +83,10 @@ func centiseconds(s string) (int64, bool) {
 	return n, err == nil
 }
 
-// clockShell defines now, in a pod's shell, as the uptime in centiseconds
-// (the shell's own builtins: no process started).
-const clockShell = `now() { read _up _ < /proc/uptime; echo "${_up%.*}${_up#*.}"; }
+// clockShell defines now, in a pod's shell: it sets NOW to the uptime in
+// centiseconds with the shell's own builtins (no process, not even a
+// subshell).
+const clockShell = `now() { read _up _ < /proc/uptime; NOW=${_up%.*}${_up#*.}; }
 `
 
 // applyWarmup creates or updates w.

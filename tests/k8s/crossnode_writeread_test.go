@@ -39,9 +39,10 @@ const (
 const overwriteReader = clockShell + `echo READY
 while [ ! -e /tmp/ow-start ]; do sleep 0.2; done
 while [ ! -e /tmp/ow-stop ]; do
-  t0=$(now)
+  now; t0=$NOW
   s=$(sha256sum /data/ow.bin 2>/dev/null) || s=ERR
-  echo "ow $t0 $(now) ${s%% *}"
+  now
+  echo "ow $t0 $NOW ${s%% *}"
   sleep 0.1
 done
 echo OWDONE
@@ -166,7 +167,7 @@ func overwriteWithinTTL(t *testing.T, ns string, s objstore.Store, ow1, ow2 stri
 	t.Helper()
 	execIn(t, ns, "reader", "touch /tmp/ow-start")
 	time.Sleep(2 * time.Second) // a few reads of version 1 first
-	out := execIn(t, ns, "writer", clockShell+"echo begin=$(now)\ncp /tmp/ow2 /data/ow.bin\necho closed=$(now)")
+	out := execIn(t, ns, "writer", clockShell+"now; echo begin=$NOW\ncp /tmp/ow2 /data/ow.bin\nnow; echo closed=$NOW")
 	begin, _ := parseCS(logValue(out, "begin"))
 	closed, ok := parseCS(logValue(out, "closed"))
 	if !ok {
@@ -230,7 +231,7 @@ func overwriteWithinTTL(t *testing.T, ns string, s objstore.Store, ow1, ow2 stri
 	}
 }
 
-// parseCS parses a centiseconds count printed by clockShell's now.
+// parseCS parses a centiseconds count of clockShell's now.
 func parseCS(s string) (int64, bool) {
 	var n int64
 	_, err := fmt.Sscanf(s, "%d", &n)
