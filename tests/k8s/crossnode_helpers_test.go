@@ -170,3 +170,17 @@ func admittedNote(t *testing.T, ns string, p pod) string {
 	return kubectlIn(t, p.yaml(ns), "create", "--dry-run=server", "-f", "-",
 		"-o", `jsonpath={.metadata.annotations.basin\.csi\.dev/cache-affinity}`)
 }
+
+// trainDataset makes, for a scenario named name, a namespace, a bucket of
+// files objects train/NNNNN of size bytes and an immutable static
+// ReadOnlyMany volume of it (PV and claim named name: listings and "no
+// such object" trusted forever), and returns the namespace and the digest
+// a datasetReader("train") prints.
+func trainDataset(t *testing.T, name string, files, size int) (ns, want string) {
+	t.Helper()
+	ns = namespace(t, name)
+	sums := putObjects(t, openBucket(t, name, true), "train/", files, size)
+	staticVolume(t, ns, name, name+"-vol", name, "", "ReadOnlyMany",
+		map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
+	return ns, digest(sumsListing("/data/train", "train/", sums))
+}

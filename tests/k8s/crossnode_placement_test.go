@@ -25,14 +25,8 @@ const warmLabel = "e2e.basin.csi.dev/warm"
 func TestPlacementAmongRealNodes(t *testing.T) {
 	scenario(t, "placement-among-nodes")
 	_, b, _ := threeNodes(t)
-	ns := namespace(t, "e2e-xnode-place")
-	s := openBucket(t, "e2e-xnode-place", true)
-	const files, size = 60, 256 << 10
-	sums := putObjects(t, s, "train/", files, size)
-	want := digest(sumsListing("/data/train", "train/", sums))
-	const pv = "e2e-xnode-place"
-	staticVolume(t, ns, pv, "e2e-xnode-place-vol", "e2e-xnode-place", "", "ReadOnlyMany",
-		map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
+	const pv, files, size = "e2e-xnode-place", 60, 256 << 10
+	ns, want := trainDataset(t, pv, files, size)
 
 	kubectl(t, "label", "node", b, warmLabel+"=true")
 	t.Cleanup(func() { _, _ = kubectlErr("label", "node", b, warmLabel+"-") })

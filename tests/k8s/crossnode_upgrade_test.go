@@ -9,23 +9,15 @@ import (
 	"time"
 )
 
-// fleetReader streams /data/big/ckpt.bin through one descriptor, a MiB
-// every PAUSE microseconds until /tmp/stop appears (then at once to its
-// end), while a loop reads every small file again and again and fails if
-// their sums change. It prints both sums and the mount's ID at start and
-// end.
-const fleetReader = `echo mnt0=$(grep ' /data ' /proc/self/mountinfo | cut -d' ' -f1)
-exec 3< /data/big/ckpt.bin
-( i=0; while [ $i -lt $CHUNKS ]; do dd bs=1048576 count=1 <&3 2>/dev/null || exit 1; [ -e /tmp/stop ] || usleep $PAUSE; i=$((i+1)); done ) | sha256sum | cut -d' ' -f1 > /tmp/big &
-big=$!
-( first=; while [ ! -e /tmp/stop ]; do s=$( (for f in /data/small/*; do sha256sum "$f"; done) | sha256sum | cut -d' ' -f1); echo $s > /tmp/small; [ -n "$first" ] || first=$s; [ "$s" = "$first" ] || { echo "small files changed: $s"; exit 1; }; usleep 200000; done ) &
-small=$!
-echo STARTED
-wait $big
-wait $small
-echo big=$(cat /tmp/big)
-echo small=$(cat /tmp/small)
-echo mnt1=$(grep ' /data ' /proc/self/mountinfo | cut -d' ' -f1)`
+// fleetReader is slowReader that goes on until /tmp/stop appears: it
+// pauses between the big file's MiBs only until then (then reads to the
+// end at once), and reads every small file again and again until then,
+// failing if their sums change.
+var fleetReader = strings.NewReplacer(
+	`usleep $PAUSE; i=$((i+1))`, `[ -e /tmp/stop ] || usleep $PAUSE; i=$((i+1))`,
+	`( for f in /data/small/*; do sha256sum "$f"; usleep $PAUSE; done ) | sha256sum | cut -d' ' -f1 > /tmp/small &`,
+	`( first=; while [ ! -e /tmp/stop ]; do s=$( (for f in /data/small/*; do sha256sum "$f"; done) | sha256sum | cut -d' ' -f1); echo $s > /tmp/small; [ -n "$first" ] || first=$s; [ "$s" = "$first" ] || { echo "small files changed: $s"; exit 1; }; usleep 200000; done ) &`,
+).Replace(slowReader)
 
 // TestRollingUpgradeAcrossNodes is scenario 6 between nodes: while a pod
 // on each of the three nodes streams a large file through an open

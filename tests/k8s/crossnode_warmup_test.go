@@ -24,13 +24,8 @@ import (
 func TestWarmupAcrossNodes(t *testing.T) {
 	scenario(t, "warmup-across-nodes")
 	a, b, c := threeNodes(t)
-	ns := namespace(t, "e2e-xnode-warmup")
-	s := openBucket(t, "e2e-xnode-warmup", true)
-	const files, size = 90, 128 << 10
-	putObjects(t, s, "train/", files, size)
-	const pv = "e2e-xnode-warmup"
-	staticVolume(t, ns, pv, "e2e-xnode-warmup-vol", "e2e-xnode-warmup", "", "ReadOnlyMany",
-		map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
+	const pv, files, size = "e2e-xnode-warmup", 90, 128 << 10
+	ns, _ := trainDataset(t, pv, files, size)
 
 	// C reads two thirds of the files, B one third.
 	parts := map[string]int{c: 60, b: 30}

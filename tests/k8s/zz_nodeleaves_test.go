@@ -23,14 +23,8 @@ import (
 func TestNodeLeaves(t *testing.T) {
 	scenario(t, "node-leaves")
 	_, _, c := threeNodes(t)
-	ns := namespace(t, "e2e-xnode-leaves")
-	s := openBucket(t, "e2e-xnode-leaves", true)
-	const files, size = 40, 128 << 10
-	sums := putObjects(t, s, "train/", files, size)
-	want := digest(sumsListing("/data/train", "train/", sums))
 	const pv = "e2e-xnode-leaves"
-	staticVolume(t, ns, pv, "e2e-xnode-leaves-vol", "e2e-xnode-leaves", "", "ReadOnlyMany",
-		map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
+	ns, want := trainDataset(t, pv, 40, 128<<10)
 
 	apply(t, fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
