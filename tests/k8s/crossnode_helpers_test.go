@@ -5,6 +5,7 @@ package k8s
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -174,13 +175,14 @@ func admittedNote(t *testing.T, ns string, p pod) string {
 // trainDataset makes, for a scenario named name, a namespace, a bucket of
 // files objects train/NNNNN of size bytes and an immutable static
 // ReadOnlyMany volume of it (PV and claim named name: listings and "no
-// such object" trusted forever), and returns the namespace and the digest
-// a datasetReader("train") prints.
-func trainDataset(t *testing.T, name string, files, size int) (ns, want string) {
+// such object" trusted forever; attrs are more volume attributes), and
+// returns the namespace and the digest a datasetReader("train") prints.
+func trainDataset(t *testing.T, name string, files, size int, attrs map[string]string) (ns, want string) {
 	t.Helper()
 	ns = namespace(t, name)
 	sums := putObjects(t, openBucket(t, name, true), "train/", files, size)
-	staticVolume(t, ns, name, name+"-vol", name, "", "ReadOnlyMany",
-		map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"})
+	all := map[string]string{"metadataTTL": "-1", "negativeMetadataTTL": "-1"}
+	maps.Copy(all, attrs)
+	staticVolume(t, ns, name, name+"-vol", name, "", "ReadOnlyMany", all)
 	return ns, digest(sumsListing("/data/train", "train/", sums))
 }

@@ -26,7 +26,7 @@ func TestPlacementAmongRealNodes(t *testing.T) {
 	scenario(t, "placement-among-nodes")
 	_, b, _ := threeNodes(t)
 	const pv, files, size = "e2e-xnode-place", 60, 256 << 10
-	ns, want := trainDataset(t, pv, files, size)
+	ns, want := trainDataset(t, pv, files, size, nil)
 
 	kubectl(t, "label", "node", b, warmLabel+"=true")
 	t.Cleanup(func() { _, _ = kubectlErr("label", "node", b, warmLabel+"-") })

@@ -24,7 +24,7 @@ func TestNodeLeaves(t *testing.T) {
 	scenario(t, "node-leaves")
 	_, _, c := threeNodes(t)
 	const pv = "e2e-xnode-leaves"
-	ns, want := trainDataset(t, pv, 40, 128<<10)
+	ns, want := trainDataset(t, pv, 40, 128<<10, nil)
 
 	apply(t, fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
