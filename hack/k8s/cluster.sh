@@ -132,7 +132,8 @@ control_plane() {
   start kube-controller-manager $cp "$KB/kube-controller-manager" --kubeconfig="$RUN/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$RUN/controller-manager.kubeconfig" --authorization-kubeconfig="$RUN/controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false --service-account-private-key-file="$p/sa.key" \
-    --root-ca-file="$p/ca.crt" --use-service-account-credentials=true --allocate-node-cidrs=false --v=1
+    --root-ca-file="$p/ca.crt" --use-service-account-credentials=true --allocate-node-cidrs=false \
+    --flex-volume-plugin-dir="$RUN/flexvolume" --v=1
   start kube-scheduler $cp "$KB/kube-scheduler" --kubeconfig="$RUN/scheduler.kubeconfig" \
     --authentication-kubeconfig="$RUN/scheduler.kubeconfig" --authorization-kubeconfig="$RUN/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false --v=1
