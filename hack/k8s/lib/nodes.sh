@@ -10,9 +10,10 @@
 # in a mount namespace of its own (a slave of the host's), where per-node
 # directories are bound over /var/lib/kubelet (made rshared, for
 # Bidirectional propagation), /var/lib/basin (Basin's caches, node state
-# and descriptor holder socket), /var/lib/cni, /var/log/pods and
-# /var/log/containers, and a tmpfs over /run/netns (the pods' network
-# namespaces). Its containerd, kubelet and kube-proxy enter the anchor's
+# and descriptor holder socket), /var/lib/cni, /var/log/pods,
+# /var/log/containers and /run/containerd (where containerd's shims put
+# their sockets, whatever its configuration says), and a tmpfs over
+# /run/netns (the pods' network namespaces). Its containerd, kubelet and kube-proxy enter the anchor's
 # namespaces; kubelet's pods live under the cgroup /NAME in every
 # hierarchy.
 
@@ -22,7 +23,7 @@ KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 
 # The host paths every node binds a directory of its own over.
-NODE_PATHS=(/var/lib/kubelet /var/lib/basin /var/lib/cni /var/log/pods /var/log/containers)
+NODE_PATHS=(/var/lib/kubelet /var/lib/basin /var/lib/cni /var/log/pods /var/log/containers /run/containerd)
 
 node_names() { local i; for ((i = 1; i <= NODES; i++)); do echo "node$i"; done; }
 node_index() { echo "${1#node}"; }
