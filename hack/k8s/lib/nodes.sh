@@ -3,8 +3,9 @@
 # A bridge on the host without an address; the control plane and every
 # node in a network namespace of its own, with a veth on the bridge and an
 # address in $NET.0/24; node i's pods in 10.244.i.0/24, routed by the other
-# namespaces through the node's address. Nothing routes off the bridge:
-# no namespace has a default route, no address is masqueraded.
+# namespaces through the node's address, and the Service range on eth0
+# (kube-proxy rewrites it). Nothing routes off the bridge: no namespace has
+# a default route, no address is masqueraded.
 #
 # A node is an anchor process (sleep) in the node's network namespace and
 # in a mount namespace of its own (a slave of the host's), where per-node
@@ -53,6 +54,11 @@ netns_up() {
   in_ns "$ns" ip link set lo up
   in_ns "$ns" ip addr add "$ip/24" dev eth0
   in_ns "$ns" ip link set eth0 up
+  # Service addresses: without a route the kernel refuses a connection
+  # (ENETUNREACH) before kube-proxy's rules rewrite its destination to a
+  # pod's. An address no rule rewrites is asked for on the bridge, where
+  # nothing answers.
+  in_ns "$ns" ip route add "$SERVICE_CIDR" dev eth0
   # A new namespace starts with forwarding off; kube-proxy's rules for
   # bridged pod traffic need the bridge's packets in iptables.
   in_ns "$ns" sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
