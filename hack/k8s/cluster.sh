@@ -217,6 +217,11 @@ deploy() {
     bash -c "[ \"\$($(enter_ns "$CP_NS") '$KB/kubectl' --kubeconfig '$RUN/admin.kubeconfig' -n basin-system get ds basin-fdholder -o jsonpath='{.status.numberReady}')\" = $NODES ]"
   kctl -n basin-system rollout status daemonset/basin-node --timeout=180s >/dev/null
   kctl -n basin-system rollout status deployment/basin-controller --timeout=180s >/dev/null
+  # The API server calls the placement webhook through its Service: the
+  # control plane's kube-proxy (which waits 30s for a Node of its name
+  # that never comes) must have written the Service's rules.
+  wait_for "the placement webhook's Service rules on the control plane" 90 \
+    in_ns "$CP_NS" sh -c 'iptables -t nat -S KUBE-SERVICES | grep -q "basin-system/basin-placement"'
   local n
   for n in $(node_names); do
     wait_for "CSINode registration of $n" 60 \
