@@ -76,6 +76,13 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 		}
 	}
 
+	// While the readers still hold the volume (a pod that ends unstages
+	// it): the same mounts on every node.
+	for _, n := range nodes {
+		if got := fuseMounts(t, n, "e2e-xnode-upgrade", handle); got != mounts[n] {
+			t.Errorf("the FUSE mounts on %s changed:\nbefore: %s\nafter:  %s", n, mounts[n], got)
+		}
+	}
 	for _, n := range nodes {
 		kubectl(t, "-n", ns, "exec", "reader-"+n, "--", "touch", "/tmp/stop")
 	}
@@ -83,9 +90,6 @@ func TestRollingUpgradeAcrossNodes(t *testing.T) {
 		r := mustSucceed(t, ns, "reader-"+n, 3*time.Minute)
 		t.Logf("reader on %s: %s", n, strings.Join(strings.Fields(r.Log), " "))
 		checkSlowReader(t, r, big, small)
-		if got := fuseMounts(t, n, "e2e-xnode-upgrade", handle); got != mounts[n] {
-			t.Errorf("the FUSE mounts on %s changed:\nbefore: %s\nafter:  %s", n, mounts[n], got)
-		}
 	}
 }
 
