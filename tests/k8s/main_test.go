@@ -36,8 +36,8 @@ type cluster struct {
 
 // scenarios counts the scenarios run and failed, for the summary line.
 type scenarios struct {
-	mu            sync.Mutex
-	names, failed []string
+	mu                     sync.Mutex
+	names, failed, skipped []string
 }
 
 var (
@@ -52,9 +52,12 @@ func TestMain(m *testing.M) {
 	testserver.Shutdown()
 	results.mu.Lock()
 	line := fmt.Sprintf("k8s-e2e: nodes=%d scenarios=%d passed=%d failed=%d", len(env.Nodes),
-		len(results.names), len(results.names)-len(results.failed), len(results.failed))
+		len(results.names), len(results.names)-len(results.failed)-len(results.skipped), len(results.failed))
+	if len(results.skipped) > 0 {
+		line += fmt.Sprintf(" skipped=%d (%s)", len(results.skipped), strings.Join(results.skipped, ", "))
+	}
 	if len(results.failed) > 0 {
-		line += " (" + strings.Join(results.failed, ", ") + ")"
+		line += " (failed: " + strings.Join(results.failed, ", ") + ")"
 	}
 	results.mu.Unlock()
 	fmt.Println(line)
@@ -65,8 +68,9 @@ func TestMain(m *testing.M) {
 }
 
 // scenario marks t as one of the scenarios: it is counted in the
-// summary, prints "scenario NAME passed" (or failed) when it ends, and it
-// fails at once when there is no cluster.
+// summary, prints "scenario NAME passed" (failed, skipped: one that needs
+// more nodes than the cluster has) when it ends, and it fails at once when
+// there is no cluster.
 func scenario(t *testing.T, name string) {
 	t.Helper()
 	results.mu.Lock()
@@ -74,12 +78,16 @@ func scenario(t *testing.T, name string) {
 	results.mu.Unlock()
 	t.Cleanup(func() {
 		verdict := "passed"
-		if t.Failed() {
+		results.mu.Lock()
+		switch {
+		case t.Failed():
 			verdict = "failed"
-			results.mu.Lock()
 			results.failed = append(results.failed, name)
-			results.mu.Unlock()
+		case t.Skipped():
+			verdict = "skipped"
+			results.skipped = append(results.skipped, name)
 		}
+		results.mu.Unlock()
 		fmt.Printf("scenario %s %s\n", name, verdict)
 	})
 	if envErr != nil {
