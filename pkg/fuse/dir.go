@@ -185,6 +185,12 @@ func (d *dirNode) dirChild(ctx context.Context, name, key string, ino uint64, ou
 // OpendirHandle lists the directory (from the cache while fresh) so errors
 // surface at opendir, and lets the kernel keep its readdir cache while the
 // listing is unchanged.
+//
+// go-fuse answers FOPEN_CACHE_DIR with FOPEN_KEEP_CACHE too, and the
+// kernel resets its readdir cache on its own only when the directory
+// changed through this mount: a listing that changed in the bucket (the
+// TTL passed, another writer added a name) drops the kernel's cache by an
+// inode notification, sent before this open returns.
 func (d *dirNode) OpendirHandle(ctx context.Context, _ uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	dir, ok := d.key()
 	if !ok {
@@ -196,17 +202,21 @@ func (d *dirNode) OpendirHandle(ctx context.Context, _ uint32) (fs.FileHandle, u
 		return nil, 0, errno
 	}
 	var flags uint32
+	keep := false
 	d.mu.Lock()
 	if !h.pending && !fetchedAt.IsZero() {
 		flags = gofuse.FOPEN_CACHE_DIR
-		if fetchedAt.Equal(d.listedAt) {
-			flags |= gofuse.FOPEN_KEEP_CACHE
-		}
+		keep = fetchedAt.Equal(d.listedAt)
 		d.listedAt = fetchedAt
 	} else {
 		d.listedAt = time.Time{}
 	}
 	d.mu.Unlock()
+	if keep {
+		flags |= gofuse.FOPEN_KEEP_CACHE
+	} else {
+		_ = d.NotifyContent(0, 0) // ENOENT if the kernel holds nothing of it
+	}
 	return h, flags, 0
 }
 

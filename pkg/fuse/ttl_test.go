@@ -3,6 +3,7 @@ package fuse
 import (
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,4 +82,31 @@ func TestMetadataTTLZeroAndForever(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReaddirSeesNewNameAfterTTL: a directory the mount listed shows a
+// name another writer added to the bucket once the TTL has passed (the
+// kernel's readdir cache of the first listing is not kept).
+func TestReaddirSeesNewNameAfterTTL(t *testing.T) {
+	const ttl = 2 * time.Second
+	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, kind cacheKind) {
+		put(t, store, "d/seed", []byte("s"))
+		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{MetadataTTL: ttl, NegativeMetadataTTL: ttl}})
+		names := func() []string {
+			es := must(t, "readdir", func() ([]os.DirEntry, error) { return os.ReadDir(path(m, "d")) })
+			var out []string
+			for _, e := range es {
+				out = append(out, e.Name())
+			}
+			return out
+		}
+		if got := names(); !slices.Equal(got, []string{"seed"}) {
+			t.Fatalf("first listing %v", got)
+		}
+		put(t, store, "d/new", []byte("n"))
+		time.Sleep(ttl + 500*time.Millisecond)
+		if got := names(); !slices.Equal(got, []string{"new", "seed"}) {
+			t.Errorf("listing after the TTL %v, want [new seed]", got)
+		}
+	})
 }
