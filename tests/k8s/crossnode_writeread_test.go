@@ -222,8 +222,12 @@ func overwriteWithinTTL(t *testing.T, ns string, s objstore.Store, ow1, ow2 stri
 				float64(t0-closed)/100, float64(t1-closed)/100, f[3])
 		}
 	}
-	t.Logf("%d reads of ow.bin: %d of version 1, %d of version 2, %d of neither; the first of version 2 started %.2fs after the close (metadataTTL %v)",
-		reads, old, fresh, bad, float64(firstNew-closed)/100, xnodeTTL)
+	first := "none"
+	if fresh > 0 {
+		first = fmt.Sprintf("%.2fs after the close", float64(firstNew-closed)/100)
+	}
+	t.Logf("%d reads of ow.bin: %d of version 1, %d of version 2, %d of neither; the first of version 2 started %s (metadataTTL %v)",
+		reads, old, fresh, bad, first, xnodeTTL)
 	switch {
 	case fresh == 0:
 		t.Errorf("no read saw version 2 within %v of the overwrite's close (metadataTTL %v)", xnodeTTL+xnodeSlack, xnodeTTL)
