@@ -91,7 +91,7 @@ func TestReaddirSeesNewNameAfterTTL(t *testing.T) {
 	const ttl = 2 * time.Second
 	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, kind cacheKind) {
 		put(t, store, "d/seed", []byte("s"))
-		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{MetadataTTL: ttl, NegativeMetadataTTL: ttl}})
+		m := mountStore(t, store, mountSpec{cache: kind, cfg: Config{Spec: mountspec.Spec{MetadataTTL: ttl, NegativeMetadataTTL: ttl}}})
 		names := func() []string {
 			es := must(t, "readdir", func() ([]os.DirEntry, error) { return os.ReadDir(path(m, "d")) })
 			var out []string
