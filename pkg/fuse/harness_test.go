@@ -97,6 +97,14 @@ func mountStore(t testing.TB, store objstore.Store, spec mountSpec) *testMount {
 // mountFS mounts fsys and unmounts it at cleanup, even on failure.
 func mountFS(t testing.TB, fsys *FS) *testMount {
 	t.Helper()
+	tm, unmount := mountFSUntil(t, fsys)
+	t.Cleanup(unmount)
+	return tm
+}
+
+// mountFSUntil mounts fsys; the caller unmounts it with unmount.
+func mountFSUntil(t testing.TB, fsys *FS) (tm *testMount, unmount func()) {
+	t.Helper()
 	testserver.RequireFUSE(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -109,8 +117,7 @@ func mountFS(t testing.TB, fsys *FS) *testMount {
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatalf("stat mount: %v", err)
 	}
-	t.Cleanup(func() { unmountOrAbort(t, m, dir, st.Dev) })
-	return &testMount{dir: dir, fsys: fsys, m: m, cache: fsys.cache}
+	return &testMount{dir: dir, fsys: fsys, m: m, cache: fsys.cache}, func() { unmountOrAbort(t, m, dir, st.Dev) }
 }
 
 // unmountOrAbort unmounts; if that fails or hangs (a test left a file

@@ -33,19 +33,9 @@ func sessionWith(t *testing.T, store objstore.Store, spec mountspec.Spec, fn fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	m, err := fsys.Mount(ctx, dir, MountOptions{FsName: "basin-test"})
-	if err != nil {
-		t.Fatalf("Mount: %v", err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		t.Fatalf("stat mount: %v", err)
-	}
-	defer unmountOrAbort(t, m, dir, st.Dev)
-	fn(dir)
+	tm, unmount := mountFSUntil(t, fsys)
+	defer unmount()
+	fn(tm.dir)
 }
 
 // run runs a command in dir with a timeout and fails the test on error.
