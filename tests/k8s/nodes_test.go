@@ -62,22 +62,11 @@ func clusterScript(t *testing.T, args ...string) {
 
 // stopNode stops node's kubelet and kube-proxy, as when the node leaves:
 // its containers, mounts and FUSE processes stay until the cluster's
-// teardown (or startNode). Its Node object stays too: delete it to
+// teardown (`cluster.sh start-node` brings it back by hand). Its Node object stays too: delete it to
 // complete the leave.
 func stopNode(t *testing.T, node string) {
 	t.Helper()
 	clusterScript(t, "stop-node", node)
-}
-
-// startNode starts node's kubelet and kube-proxy again (a stopped node
-// comes back; a deleted Node object is registered again) and waits until
-// the node is Ready.
-func startNode(t *testing.T, node string) {
-	t.Helper()
-	clusterScript(t, "start-node", node)
-	waitFor(t, "node "+node+" Ready", 2*time.Minute, func() bool {
-		return jsonpath("", "node/"+node, `{.status.conditions[?(@.type=="Ready")].status}`) == "True"
-	})
 }
 
 // ctrAll runs containerd's client on the images of every node.
