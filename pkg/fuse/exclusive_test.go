@@ -1,9 +1,6 @@
 package fuse
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"os"
@@ -15,7 +12,6 @@ import (
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/filestore"
-	"github.com/basin-csi/basin/pkg/objstore/gcsstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
 )
 
@@ -141,26 +137,6 @@ func minioPair(t *testing.T) (objstore.Store, objstore.Store) {
 
 // gcsPair is two clients of one fresh fake-gcs-server bucket.
 func gcsPair(t *testing.T) (objstore.Store, objstore.Store) {
-	srv := testserver.GCS(t)
-	cfg := objstore.Config{Backend: objstore.BackendGCS, Endpoint: srv.Endpoint, RequestTimeout: 10 * time.Second, MaxAttempts: 3, PartSize: 8 << 20}
-	admin, err := gcsstore.NewAdmin(t.Context(), cfg, objstore.Credentials{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	cfg.Bucket = "basin-fuse-" + hex.EncodeToString(b[:])
-	if err := admin.CreateBucket(t.Context(), cfg.Bucket); err != nil {
-		t.Fatal(err)
-	}
-	_ = admin.Close()
-	open := func() objstore.Store {
-		s, err := gcsstore.New(context.Background(), cfg, objstore.Credentials{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
-	return open(), open()
+	cfg := gcsBucketConfig(t)
+	return newGCSStore(t, cfg), newGCSStore(t, cfg)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/filestore"
+	"github.com/basin-csi/basin/pkg/objstore/gcsstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
 )
 
@@ -234,6 +235,37 @@ func newMinIOStore(t testing.TB, srv *testserver.Server) *s3store.Store {
 		srv = testserver.MinIO(t)
 	}
 	s, err := s3store.New(t.Context(), minioConfig(srv, newMinIOBucket(t, srv)), minioCreds(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// gcsBucketConfig creates a fresh bucket on the shared fake-gcs-server
+// and returns the configuration of a client of it.
+func gcsBucketConfig(t testing.TB) objstore.Config {
+	t.Helper()
+	srv := testserver.GCS(t)
+	cfg := objstore.Config{Backend: objstore.BackendGCS, Endpoint: srv.Endpoint, RequestTimeout: 10 * time.Second, MaxAttempts: 3, PartSize: 8 << 20}
+	admin, err := gcsstore.NewAdmin(t.Context(), cfg, objstore.Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Close() }()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	cfg.Bucket = "basin-fuse-" + hex.EncodeToString(b[:])
+	if err := admin.CreateBucket(t.Context(), cfg.Bucket); err != nil {
+		t.Fatalf("CreateBucket: %v", err)
+	}
+	return cfg
+}
+
+// newGCSStore opens a client of cfg, closed when the test ends.
+func newGCSStore(t testing.TB, cfg objstore.Config) *gcsstore.Store {
+	t.Helper()
+	s, err := gcsstore.New(context.Background(), cfg, objstore.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func testListLargeDirectory(t *testing.T, store objstore.Store, kind cacheKind, 
 }
 
 func TestImplicitDirectories(t *testing.T) {
-	forEachStore(t, []cacheKind{realCache, fakeLocal}, func(t *testing.T, store objstore.Store, kind cacheKind) {
+	forEachStoreOf(t, namespaceStores, []cacheKind{realCache, fakeLocal}, func(t *testing.T, store objstore.Store, kind cacheKind) {
 		put(t, store, "a/b/c.txt", []byte("c"))
 		put(t, store, "a/d.txt", []byte("dd"))
 		put(t, store, "marker/", nil)           // an empty directory by marker

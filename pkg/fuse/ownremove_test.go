@@ -16,7 +16,7 @@ import (
 // would still answer the old state. With the parent's listing cached
 // (listed first) and without.
 func TestOwnRemovalSeenAtOnce(t *testing.T) {
-	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
+	forEachStoreOf(t, namespaceStores, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
 		m := mountStore(t, store, mountSpec{cfg: Config{Spec: mountspec.Spec{MetadataTTL: time.Hour, NegativeMetadataTTL: time.Hour}}})
 		do := func(what string, fn func() error) {
 			t.Helper()

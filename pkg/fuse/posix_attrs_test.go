@@ -65,7 +65,7 @@ func run(t *testing.T, dir string, name string, args ...string) string {
 // metadata follows s3fs's and rclone's conventions; and a metadata change
 // does not upload the content again.
 func TestModesAndTimesSurviveRemount(t *testing.T) {
-	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
+	forEachStoreOf(t, namespaceStores, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
 		want := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 		session(t, store, func(dir string) {
 			script := filepath.Join(dir, "bin", "hello.sh")

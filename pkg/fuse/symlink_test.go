@@ -78,7 +78,7 @@ func checkTree(t *testing.T, root string, files map[string]string) {
 // remount that lost the cache; the objects carry s3fs's and gcsfuse's
 // link markers.
 func TestSymlinks(t *testing.T) {
-	forEachStore(t, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
+	forEachStoreOf(t, namespaceStores, []cacheKind{realCache}, func(t *testing.T, store objstore.Store, _ cacheKind) {
 		var files map[string]string
 		session(t, store, func(dir string) {
 			files = hfTree(t, filepath.Join(dir, "hub"))

@@ -63,13 +63,7 @@ func TestDynamicProvisioning(t *testing.T) {
 		w := mustSucceed(t, ns, "write-"+c.claim, 3*time.Minute)
 		want := logValue(w.Log, "sum")
 		if got := logValue(w.Log, "reuse"); got != "ok" {
-			if strings.HasPrefix(c.class, "e2e-gcs") {
-				// Open in issue 32: on GCS a file made where a tree was just
-				// removed is not found by the next open.
-				t.Logf("%s: reusing removed names fails on GCS (known, open):\n%s", c.claim, w.Log)
-			} else {
-				t.Errorf("%s: reusing removed names failed in the writer pod:\n%s", c.claim, w.Log)
-			}
+			t.Errorf("%s: reusing removed names failed in the writer pod:\n%s", c.claim, w.Log)
 		}
 		runPod(t, ns, pod{Name: "read-" + c.claim, Claim: c.claim, Script: readCheckpoint, ReadOnly: true})
 		r := mustSucceed(t, ns, "read-"+c.claim, 3*time.Minute)
