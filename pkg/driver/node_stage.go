@@ -89,6 +89,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 		return fmt.Errorf("staging path: %w", err)
 	}
 	mreq := n.mountRequest(id, staging, spec, attrs.Credentials())
+	mreq.SharedCacheCredentials = attrs.SharedCacheCredentials()
 	if err := os.MkdirAll(mreq.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("cache directory: %w", err)
 	}

@@ -46,6 +46,11 @@ func TestParseAttributesValues(t *testing.T) {
 		{"prefetch budget", map[string]string{KeyPrefetchBudget: "512Mi"}, func(s Spec) bool { return s.PrefetchBudget == 512<<20 }},
 		{"gcs project", map[string]string{KeyBackend: "gcs", KeyProject: "p-1"}, func(s Spec) bool { return s.Backend == objstore.BackendGCS && s.Project == "p-1" }},
 		{"file dir", map[string]string{KeyBackend: "file", KeyBucket: "/srv/data"}, func(s Spec) bool { return s.Bucket == "/srv/data" }},
+		{"shared cache", map[string]string{KeySharedCache: "http://127.0.0.1:9000/tier/team-a"}, func(s Spec) bool {
+			cfg, prefix, ok := s.SharedCacheConfig()
+			return ok && cfg.Endpoint == "http://127.0.0.1:9000" && cfg.Bucket == "tier" && prefix == "team-a/" && cfg.PathStyle && cfg.MaxAttempts == 1
+		}},
+		{"no shared cache", map[string]string{}, func(s Spec) bool { _, _, ok := s.SharedCacheConfig(); return !ok }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,6 +106,11 @@ func TestParseAttributesErrors(t *testing.T) {
 		{"file region", map[string]string{KeyBackend: "file", KeyBucket: "/d", KeyRegion: "x"}, []string{KeyRegion}},
 		{"gcs path style", map[string]string{KeyBackend: "gcs", KeyPathStyle: "true"}, []string{KeyPathStyle}},
 		{"s3 project", map[string]string{KeyProject: "p"}, []string{KeyProject}},
+		{"shared cache not a URL", map[string]string{KeySharedCache: "minio:9000/tier"}, []string{KeySharedCache, "http(s)://host[:port]/bucket[/prefix]"}},
+		{"shared cache without bucket", map[string]string{KeySharedCache: "http://minio:9000/"}, []string{KeySharedCache, "bucket"}},
+		{"shared cache bad bucket", map[string]string{KeySharedCache: "http://minio:9000/a"}, []string{KeySharedCache, "bucket"}},
+		{"shared cache with user", map[string]string{KeySharedCache: "http://k:s@minio:9000/tier"}, []string{KeySharedCache, "secret"}},
+		{"shared cache dotdot", map[string]string{KeySharedCache: "http://minio:9000/tier/../x"}, []string{KeySharedCache, "prefix"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

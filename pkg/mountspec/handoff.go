@@ -15,17 +15,20 @@ import (
 // (mode, owner, type, size, format).
 var ErrHandoffFile = errors.New("mountspec: unsafe or malformed hand-off file")
 
-// Handoff is what the node plugin hands a mount process: the Spec and the
-// store's credentials (zero: the backend's default chain).
+// Handoff is what the node plugin hands a mount process: the Spec, the
+// store's credentials and the shared cache tier's (zero: the default
+// chain).
 type Handoff struct {
-	Spec        Spec
-	Credentials objstore.Credentials
+	Spec                   Spec
+	Credentials            objstore.Credentials
+	SharedCacheCredentials objstore.Credentials
 }
 
 // handoffJSON is the file format.
 type handoffJSON struct {
-	Spec        json.RawMessage `json:"spec"`
-	Credentials CredentialsJSON `json:"credentials"`
+	Spec                   json.RawMessage `json:"spec"`
+	Credentials            CredentialsJSON `json:"credentials"`
+	SharedCacheCredentials CredentialsJSON `json:"sharedCacheCredentials,omitzero"`
 }
 
 // CredentialsJSON is the JSON form of objstore.Credentials in the files
@@ -76,7 +79,8 @@ func WriteHandoffFile(dir string, h Handoff) (path string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("mountspec: encode spec: %w", err)
 	}
-	b, err := json.Marshal(handoffJSON{Spec: spec, Credentials: EncodeCredentials(h.Credentials)})
+	b, err := json.Marshal(handoffJSON{Spec: spec, Credentials: EncodeCredentials(h.Credentials),
+		SharedCacheCredentials: EncodeCredentials(h.SharedCacheCredentials)})
 	if err != nil {
 		return "", errors.New("mountspec: encode hand-off file") // never quote a credential
 	}
@@ -120,7 +124,8 @@ func ReadHandoffFile(path string) (Handoff, error) {
 	if err != nil {
 		return Handoff{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return Handoff{Spec: spec, Credentials: hj.Credentials.Credentials()}, nil
+	return Handoff{Spec: spec, Credentials: hj.Credentials.Credentials(),
+		SharedCacheCredentials: hj.SharedCacheCredentials.Credentials()}, nil
 }
 
 // handoffError wraps an error of package owned: ErrHandoffFile when it

@@ -33,6 +33,10 @@ func TestHandoffFileRoundTrip(t *testing.T) {
 		{GCSCredentialsJSON: []byte(`{"type":"service_account"}`)},
 	} {
 		want := Handoff{Spec: testSpec(), Credentials: c}
+		if c.AccessKeyID != "" {
+			want.Spec.SharedCache = "http://127.0.0.1:9100/tier"
+			want.SharedCacheCredentials = objstore.Credentials{AccessKeyID: "TIERKEY", SecretAccessKey: "tiersecret"}
+		}
 		path, err := WriteHandoffFile(dir, want)
 		if err != nil {
 			t.Fatal(err)

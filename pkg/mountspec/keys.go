@@ -72,6 +72,11 @@ const (
 	// target is the link NAME. Off by default: a bucket may hold real
 	// files with that suffix.
 	KeyRcloneLinks = "rcloneLinks"
+	// KeySharedCache is the shared cache tier, an S3-compatible bucket
+	// near the compute that the nodes read blocks from before the origin:
+	// http(s)://host[:port]/bucket[/prefix]. Its credentials are the
+	// secret's sharedCacheAccessKeyID and sharedCacheSecretAccessKey.
+	KeySharedCache = "sharedCache"
 )
 
 // AttributeKeys returns the keys of the mount settings a volume attribute

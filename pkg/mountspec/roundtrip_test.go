@@ -53,6 +53,7 @@ func (genSpec) Generate(r *rand.Rand, _ int) reflect.Value {
 	s.FileMode, s.DirMode = os.FileMode(r.Intn(int(ModeBits)+1)), os.FileMode(r.Intn(int(ModeBits)+1))
 	s.ReadOnly = r.Intn(2) == 0
 	s.RcloneLinks = r.Intn(2) == 0
+	s.SharedCache = pick("", "http://127.0.0.1:9000/tier", "https://tier.example:443/b12/team-a/")
 	s.OpenMode = mountdefaults.OpenModes()[r.Intn(2)]
 	if n := r.Intn(3); n > 0 {
 		s.MountOptions = []string{"noexec", "noatime", "ro"}[:n]

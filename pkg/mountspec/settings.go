@@ -89,6 +89,8 @@ func settings() []setting {
 			format: func(s Spec) string { return strings.Join(s.MountOptions, ",") }, check: checkMountOptions},
 		boolSetting(KeyRcloneLinks, "symbolic links as rclone --links stores them: object NAME.rclonelink, whose body is the target, is the link NAME",
 			func(s *Spec) *bool { return &s.RcloneLinks }),
+		textSetting(KeySharedCache, true, "shared cache tier read before the bucket: an S3-compatible `URL` http(s)://host[:port]/bucket[/prefix] (credentials: $BASIN_SHARED_CACHE_ACCESS_KEY_ID and $BASIN_SHARED_CACHE_SECRET_ACCESS_KEY, or the default chain)",
+			func(s *Spec) *string { return &s.SharedCache }, CheckSharedCache),
 	}
 }
 

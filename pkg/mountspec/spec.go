@@ -85,6 +85,12 @@ type Spec struct {
 	// RcloneLinks stores symbolic links as rclone's --links does: an
 	// object NAME.rclonelink whose body is the target, shown as link NAME.
 	RcloneLinks bool `json:"rcloneLinks,omitempty"`
+
+	// SharedCache is "" (none) or the shared cache tier:
+	// http(s)://host[:port]/bucket[/prefix], an S3-compatible bucket
+	// addressed path-style (SharedCacheConfig). Its credentials are the
+	// volume secret's sharedCache* keys, never here.
+	SharedCache string `json:"sharedCache,omitempty"`
 }
 
 // Defaults of a mount, written in internal/mountdefaults (see there why).
@@ -171,6 +177,32 @@ func (s Spec) StoreConfig() objstore.Config {
 		RequestTimeout: min(objstore.DefaultRequestTimeout, s.OpTimeout),
 	}
 }
+
+// SharedCacheConfig is the objstore configuration of the shared cache
+// tier and the key prefix of its objects ("" or ending in "/"); ok is
+// false without one. Every request of the tier has its own short timeout
+// and no retry: a tier that does not answer at once is a miss, not a wait.
+func (s Spec) SharedCacheConfig() (cfg objstore.Config, prefix string, ok bool) {
+	if s.SharedCache == "" {
+		return objstore.Config{}, "", false
+	}
+	u, bucket, prefix, err := splitSharedCache(s.SharedCache)
+	if err != nil {
+		return objstore.Config{}, "", false // Validate refuses it
+	}
+	return objstore.Config{
+		Backend:        objstore.BackendS3,
+		Bucket:         bucket,
+		Endpoint:       u,
+		Region:         s.Region,
+		PathStyle:      true,
+		RequestTimeout: SharedCacheOpTimeout,
+		MaxAttempts:    1,
+	}, prefix, true
+}
+
+// SharedCacheOpTimeout bounds one request to the shared cache tier.
+const SharedCacheOpTimeout = 2 * time.Second
 
 // SourceURL names the bucket and prefix: s3://bucket/prefix, oss://...,
 // gs://..., or file:///dir/prefix (for the file backend a prefix is a

@@ -126,6 +126,43 @@ func CheckEndpoint(v string) error {
 	return nil
 }
 
+// CheckSharedCache accepts http(s)://host[:port]/bucket[/prefix] without
+// credentials, query or fragment; bucket is an S3 bucket name.
+func CheckSharedCache(v string) error {
+	_, _, _, err := splitSharedCache(v)
+	return err
+}
+
+// splitSharedCache splits a sharedCache URL into the endpoint, the bucket
+// and the key prefix ("" or ending in "/").
+func splitSharedCache(v string) (endpoint, bucket, prefix string, err error) {
+	const want = "want http(s)://host[:port]/bucket[/prefix]"
+	u, perr := url.Parse(v)
+	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", "", errors.New(want)
+	}
+	if u.User != nil {
+		return "", "", "", errors.New("credentials do not belong in the URL; put them in the secret")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", "", "", errors.New("no query or fragment allowed")
+	}
+	rest := strings.TrimPrefix(u.Path, "/")
+	bucket, p, _ := strings.Cut(rest, "/")
+	if bucket == "" {
+		return "", "", "", fmt.Errorf("no bucket: %s", want)
+	}
+	if err := checkBucket(objstore.BackendS3, bucket); err != nil {
+		return "", "", "", fmt.Errorf("bucket %q: %w", bucket, err)
+	}
+	if p != "" {
+		if prefix, err = CleanPrefix(p); err != nil {
+			return "", "", "", fmt.Errorf("prefix %q: %w", p, err)
+		}
+	}
+	return u.Scheme + "://" + u.Host, bucket, prefix, nil
+}
+
 // CheckRegion accepts region and location names: lower-case letters,
 // digits and dashes.
 func CheckRegion(v string) error {

@@ -29,6 +29,9 @@ type Request struct {
 	Spec mountspec.Spec
 	// Credentials are the store's credentials (zero: the default chain).
 	Credentials objstore.Credentials
+	// SharedCacheCredentials are the shared cache tier's (Spec.SharedCache;
+	// zero: the default chain), handed over like Credentials.
+	SharedCacheCredentials objstore.Credentials
 }
 
 // same reports whether r and o stage the same mount.

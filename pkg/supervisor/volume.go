@@ -295,7 +295,8 @@ func (m *Manager) teardown(ctx context.Context, v *volume) error {
 // credentials go in a hand-off file the child reads and deletes. cleanup
 // removes the file if the child did not.
 func (m *Manager) processSpec(req Request, fd *os.File, out *lineLog, session string, resume, checkBucket bool) (spec ProcessSpec, cleanup func(), err error) {
-	path, err := mountspec.WriteHandoffFile(m.cfg.CredentialsDir, mountspec.Handoff{Spec: req.Spec, Credentials: req.Credentials})
+	path, err := mountspec.WriteHandoffFile(m.cfg.CredentialsDir, mountspec.Handoff{Spec: req.Spec, Credentials: req.Credentials,
+		SharedCacheCredentials: req.SharedCacheCredentials})
 	if err != nil {
 		return ProcessSpec{}, nil, err
 	}

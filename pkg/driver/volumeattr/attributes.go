@@ -91,3 +91,9 @@ func (a Attributes) CheckMountable() error {
 // Credentials are the secret's credentials for objstore; the zero value
 // (no credential in the secret) selects the backend's default chain.
 func (a Attributes) Credentials() objstore.Credentials { return a.Secrets.Credentials() }
+
+// SharedCacheCredentials are the shared cache tier's credentials (zero:
+// the default chain).
+func (a Attributes) SharedCacheCredentials() objstore.Credentials {
+	return a.Secrets.SharedCacheCredentials()
+}

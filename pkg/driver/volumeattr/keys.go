@@ -44,6 +44,11 @@ const (
 	// parameters must agree.
 	SecretEndpoint = "endpoint"
 	SecretRegion   = "region"
+	// SecretSharedCacheAccessKeyID and SecretSharedCacheSecretAccessKey
+	// are the access key pair of the shared cache tier (the sharedCache
+	// attribute); without them the tier uses the default chain.
+	SecretSharedCacheAccessKeyID     = "sharedCacheAccessKeyID"
+	SecretSharedCacheSecretAccessKey = "sharedCacheSecretAccessKey"
 )
 
 // Keys returns the accepted attribute keys, in documentation order: the
@@ -61,6 +66,7 @@ func SecretKeys() []string {
 	return []string{
 		SecretAccessKeyID, SecretSecretAccessKey, SecretSessionToken,
 		SecretGCSCredentialsJSON, SecretEndpoint, SecretRegion,
+		SecretSharedCacheAccessKeyID, SecretSharedCacheSecretAccessKey,
 	}
 }
 

@@ -22,6 +22,10 @@ type Secrets struct {
 	GCSCredentialsJSON string
 	Endpoint           string
 	Region             string
+	// SharedCacheAccessKeyID and SharedCacheSecretAccessKey are the
+	// shared cache tier's access key pair.
+	SharedCacheAccessKeyID     string
+	SharedCacheSecretAccessKey string
 }
 
 // ParseSecrets reads a secret map. Values are trimmed of surrounding white
@@ -55,6 +59,10 @@ func parseSecrets(m map[string]string) (Secrets, []error) {
 				errs = append(errs, fmt.Errorf("secret key %s: not valid JSON (want the service-account key file's text)", k))
 			}
 			s.GCSCredentialsJSON = v
+		case SecretSharedCacheAccessKeyID:
+			s.SharedCacheAccessKeyID = v
+		case SecretSharedCacheSecretAccessKey:
+			s.SharedCacheSecretAccessKey = v
 		case SecretEndpoint:
 			if err := checkIfSet(v, mountspec.CheckEndpoint); err != nil {
 				errs = append(errs, fmt.Errorf("secret key %s: %w", k, err))
@@ -98,6 +106,9 @@ func (s Secrets) CheckBackend(b objstore.Backend) error {
 func (s Secrets) checkBackend(b objstore.Backend) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if (s.SharedCacheAccessKeyID == "") != (s.SharedCacheSecretAccessKey == "") {
+		bad("secret: %s and %s go together; one of them is missing", SecretSharedCacheAccessKeyID, SecretSharedCacheSecretAccessKey)
+	}
 	keys := s.AccessKeyID != "" || s.SecretAccessKey != "" || s.SessionToken != ""
 	switch b {
 	case objstore.BackendS3, objstore.BackendOSS:
@@ -139,6 +150,12 @@ func (s Secrets) Credentials() objstore.Credentials {
 	return c
 }
 
+// SharedCacheCredentials converts the shared cache tier's keys for
+// objstore (zero: the default chain).
+func (s Secrets) SharedCacheCredentials() objstore.Credentials {
+	return objstore.Credentials{AccessKeyID: s.SharedCacheAccessKeyID, SecretAccessKey: s.SharedCacheSecretAccessKey}
+}
+
 // Map is ParseSecrets' inverse: the secret map holding s.
 func (s Secrets) Map() map[string]string {
 	m := map[string]string{}
@@ -146,6 +163,7 @@ func (s Secrets) Map() map[string]string {
 		SecretAccessKeyID: s.AccessKeyID, SecretSecretAccessKey: s.SecretAccessKey,
 		SecretSessionToken: s.SessionToken, SecretGCSCredentialsJSON: s.GCSCredentialsJSON,
 		SecretEndpoint: s.Endpoint, SecretRegion: s.Region,
+		SecretSharedCacheAccessKeyID: s.SharedCacheAccessKeyID, SecretSharedCacheSecretAccessKey: s.SharedCacheSecretAccessKey,
 	} {
 		if v != "" {
 			m[k] = v

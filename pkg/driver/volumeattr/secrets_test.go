@@ -1,6 +1,7 @@
 package volumeattr
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,5 +88,26 @@ func TestSecretsCredentials(t *testing.T) {
 	}
 	if err := (Secrets{AccessKeyID: "a", SecretAccessKey: "b"}).CheckBackend(objstore.BackendGCS); err == nil {
 		t.Error("CheckBackend accepted access keys for gcs")
+	}
+}
+
+func TestSharedCacheSecrets(t *testing.T) {
+	a, err := Parse(map[string]string{"bucket": "b12", "sharedCache": "http://127.0.0.1:9100/tier"},
+		map[string]string{SecretSharedCacheAccessKeyID: testKeyID, SecretSharedCacheSecretAccessKey: testSecret + "\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := a.SharedCacheCredentials(); c.AccessKeyID != testKeyID || c.SecretAccessKey != testSecret {
+		t.Errorf("SharedCacheCredentials = %#v", c)
+	}
+	if !a.Credentials().IsZero() {
+		t.Error("the tier's keys became the origin's credentials")
+	}
+	if s := fmt.Sprintf("%v %#v", a, a); strings.Contains(s, testKeyID) || strings.Contains(s, testSecret) {
+		t.Errorf("printed attributes show a tier key: %s", s)
+	}
+	_, err = Parse(map[string]string{"bucket": "b12"}, map[string]string{SecretSharedCacheAccessKeyID: testKeyID})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), SecretSharedCacheSecretAccessKey) || strings.Contains(err.Error(), testKeyID) {
+		t.Errorf("half a tier key pair: %v; want ErrInvalid naming %s without the value", err, SecretSharedCacheSecretAccessKey)
 	}
 }
