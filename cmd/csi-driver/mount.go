@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/cache/tier"
 	"github.com/basin-csi/basin/pkg/fuse"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
@@ -69,10 +70,13 @@ func serveMount(ctx context.Context, cfg mountConfig) error {
 
 // mountSession is one open store, cache and mounted file system.
 type mountSession struct {
-	store   objstore.Store
-	cache   *cache.Cache
-	mounted *fuse.Mounted
-	admin   *mountAdmin // metrics and the admin socket (admin.go)
+	store objstore.Store
+	// tier and tierStore are the shared cache tier (nil: none).
+	tier      *tier.Tier
+	tierStore objstore.Store
+	cache     *cache.Cache
+	mounted   *fuse.Mounted
+	admin     *mountAdmin // metrics and the admin socket (admin.go)
 }
 
 // openMount opens the store (wrapped by wrap when not nil), the cache and
@@ -122,7 +126,10 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 	adm := newMountAdmin(cfg)
 	store = adm.instrument(store)
 	s := &mountSession{store: store, admin: adm}
-	if s.cache, err = cache.Open(ctx, cfg.CacheDir, store, cfg.Cache); err != nil {
+	s.tier, s.tierStore = openTier(ctx, cfg)
+	copts := cfg.Cache
+	copts.Tier = s.tier
+	if s.cache, err = cache.Open(ctx, cfg.CacheDir, store, copts); err != nil {
 		s.close()
 		return nil, fmt.Errorf("open cache %s: %w", cfg.CacheDir, err)
 	}
@@ -141,6 +148,24 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 	return s, nil
 }
 
+// openTier opens the shared cache tier of cfg, or returns nils without
+// one. A tier that cannot be opened is logged and left out: the volume
+// serves from the origin (fail-open).
+func openTier(ctx context.Context, cfg mountConfig) (*tier.Tier, objstore.Store) {
+	tcfg, prefix, ok := cfg.Spec.SharedCacheConfig()
+	if !ok {
+		return nil, nil
+	}
+	st, err := backend.Open(ctx, tcfg, cfg.SharedCacheCredentials)
+	if err != nil {
+		klog.ErrorS(err, "shared cache tier unusable; reading from the origin only", "volume", cfg.VolumeID, "sharedCache", cfg.Spec.SharedCache)
+		return nil, nil
+	}
+	st = objstore.WithPrefix(st, prefix)
+	klog.InfoS("shared cache tier", "volume", cfg.VolumeID, "sharedCache", cfg.Spec.SharedCache)
+	return tier.New(st, tier.Options{VolumeID: cfg.VolumeID, OpTimeout: tcfg.RequestTimeout}), st
+}
+
 // close unmounts (if still mounted) and closes the cache and the store.
 func (s *mountSession) close() {
 	s.admin.close()
@@ -153,6 +178,10 @@ func (s *mountSession) close() {
 		if err := s.cache.Close(); err != nil {
 			klog.ErrorS(err, "close cache", "dir", s.cache.Dir())
 		}
+	}
+	if s.tier != nil {
+		s.tier.Close()
+		_ = s.tierStore.Close()
 	}
 	_ = s.store.Close()
 }

@@ -41,6 +41,13 @@ func defaultMountFlags() mountFlags {
 	return mountFlags{spec: mountspec.Default(), fd: -1}
 }
 
+// The environment variables of the shared cache tier's access key pair of
+// a mount by hand.
+const (
+	envSharedCacheKeyID  = "BASIN_SHARED_CACHE_ACCESS_KEY_ID"
+	envSharedCacheSecret = "BASIN_SHARED_CACHE_SECRET_ACCESS_KEY"
+)
+
 // sessionFileName is the file in the cache directory where an fd-mode
 // mount records its kernel connection for a successor (--session).
 const sessionFileName = "fuse-session.json"
@@ -51,6 +58,12 @@ const sessionFileName = "fuse-session.json"
 type mountConfig struct {
 	Spec        mountspec.Spec
 	Credentials objstore.Credentials // zero: the backend's default chain
+	// SharedCacheCredentials are the shared cache tier's (zero: the
+	// default chain): from the hand-off file, or for a mount by hand from
+	// $BASIN_SHARED_CACHE_ACCESS_KEY_ID and
+	// $BASIN_SHARED_CACHE_SECRET_ACCESS_KEY (never a flag: argv is
+	// public).
+	SharedCacheCredentials objstore.Credentials
 	// HandoffDir is the directory of the hand-off file ("" without one):
 	// where the node plugin puts the volume's credential rotations.
 	HandoffDir string
@@ -102,6 +115,7 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 			return mountConfig{}, err // the spec's own problems, nothing else is worth reporting
 		}
 		spec, c.Credentials, c.HandoffDir = h.Spec, h.Credentials, filepath.Dir(f.specFile)
+		c.SharedCacheCredentials = h.SharedCacheCredentials
 	} else {
 		switch {
 		case len(args) == 0:
@@ -116,6 +130,11 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 			}
 			spec.Backend, spec.Bucket, spec.Prefix = src.Backend, src.Bucket, src.Prefix
 			positional = args[1:]
+		}
+		c.SharedCacheCredentials = objstore.Credentials{AccessKeyID: os.Getenv(envSharedCacheKeyID),
+			SecretAccessKey: os.Getenv(envSharedCacheSecret)}
+		if (c.SharedCacheCredentials.AccessKeyID == "") != (c.SharedCacheCredentials.SecretAccessKey == "") {
+			bad("$%s and $%s go together; one of them is missing", envSharedCacheKeyID, envSharedCacheSecret)
 		}
 		if err := spec.Validate(); err != nil && len(errs) == 0 {
 			errs = append(errs, err)

@@ -17,6 +17,7 @@ package cache
 import (
 	"time"
 
+	"github.com/basin-csi/basin/pkg/cache/tier"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -45,4 +46,7 @@ type Stats struct {
 	// BufferBytes is the memory of the block buffers allocated now (off
 	// the Go heap): fetches, kept blocks, free buffers not yet given back.
 	BufferBytes int64
+	// Tier is the shared cache tier's (zero without one, Tiered false).
+	Tiered bool
+	Tier   tier.Stats
 }

@@ -374,6 +374,9 @@ func (c *Cache) Stats() Stats {
 		FetchesPeak:    int64(c.fetches.peakInFlight()),
 	}
 	s.BufferBytes = c.BufferBytes()
+	if c.opts.Tier != nil {
+		s.Tiered, s.Tier = true, c.opts.Tier.Stats()
+	}
 	c.prefetchStats(&s)
 	return s
 }

@@ -149,6 +149,9 @@ func (c *Cache) runJob(o *object, j job) {
 // last block releases it just before completing its flight, so a reader
 // that saw every flight it waited for done also sees the fetch unpinned.
 func (c *Cache) fetch(o *object, j job) {
+	if j = c.fetchTier(o, j); len(j.flights) == 0 {
+		return
+	}
 	if !o.small && o.blockLen(j.b0) > c.opts.PartSize {
 		c.fetchParts(o, j)
 		return
@@ -328,7 +331,9 @@ func (c *Cache) fetchRange(o *object, j job) {
 		rc, err = c.read(o, int64(b)*o.bs, end-int64(b)*o.bs)
 		return err
 	}
+	fill := c.newTierFill(o, j)
 	fail := func(i int, bp *[]byte, err error) {
+		fill.abort()
 		c.putBuf(o, bp)
 		c.failFrom(o, j, i, err)
 		c.unpin(o)
@@ -361,6 +366,7 @@ func (c *Cache) fetchRange(o *object, j job) {
 			return
 		}
 		f.publish(buf, bp)
+		fill.add(b, buf, crc) // a copy, before the write may recycle buf
 		if i < len(j.flights)-1 {
 			o.addPin() // the write's own; the last one takes the job's
 		}
@@ -407,8 +413,10 @@ func (c *Cache) fetchParts(o *object, j job) {
 		c.unpin(o)
 		return
 	}
+	crc := blockCRC(buf)
 	j.flights[0].publish(buf, bp)
-	c.storeBlock(o, b, j.flights[0], buf, blockCRC(buf))
+	c.newTierFill(o, j).add(b, buf, crc)
+	c.storeBlock(o, b, j.flights[0], buf, crc)
 }
 
 func fetchErr(c *Cache, o *object, err error) error {

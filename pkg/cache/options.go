@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/mountdefaults"
+	"github.com/basin-csi/basin/pkg/cache/tier"
 	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// PrefetchWorkers is how many objects directory prefetch fetches at
 	// once, beside MaxParallelFetches (default 64).
 	PrefetchWorkers int
+	// Tier is the shared cache tier read before the bucket and filled
+	// with what the cache fetched from it (tierfetch.go); nil: none. The
+	// caller closes it after the cache.
+	Tier *tier.Tier
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }

@@ -198,6 +198,9 @@ func (s Spec) SharedCacheConfig() (cfg objstore.Config, prefix string, ok bool) 
 		PathStyle:      true,
 		RequestTimeout: SharedCacheOpTimeout,
 		MaxAttempts:    1,
+		// A small object (up to 8 MiB) is one tier object with its
+		// header: one PUT, never a multipart upload.
+		PartSize: 16 << 20,
 	}, prefix, true
 }
 

@@ -1,0 +1,35 @@
+// Package tier is the shared cache tier of a volume: blocks of origin
+// objects kept in an S3-compatible bucket near the compute, which every
+// node's cache reads before the origin and fills with what it fetched
+// from the origin.
+//
+// Contract:
+//   - A tier object holds one run of cache blocks of one object version:
+//     one block of a large object, or a small object whole. Its key is
+//     "basin/<2 hex>/<64 hex>" under the tier's prefix, the SHA-256 of
+//     the Identity (origin, key, version, size, block size, first block,
+//     block count), so a changed origin object (another version) has
+//     other keys. Its body is a header (magic, the Identity, a CRC32C per
+//     block) followed by the blocks' bytes (codec.go).
+//   - Get returns blocks only after it checked the header's Identity
+//     against the one asked for and every block's CRC32C: a mismatch, a
+//     short or long body, a missing object, an error or a timeout is a
+//     miss, never an error to the reader and never wrong bytes. Each kind
+//     is counted (Stats).
+//   - Every request has its own timeout (Options.OpTimeout, PutTimeout)
+//     and no retry.
+//     After Options.Trip errors in a row the tier is skipped for
+//     Options.Pause (Get misses at once, StartFill refuses), then tried
+//     again; Stats.Degraded says so (fail-open: the origin serves).
+//   - Filling (fill.go) never blocks the caller: a fill is refused when
+//     the queue (Options.MaxQueue entries) or the bytes queued and in
+//     flight (Options.MaxQueueBytes) are full, and counted as dropped.
+//     Uploads are conditional (IfAbsent): a block two nodes fill at once
+//     is stored once.
+//   - The tier never learns credentials of the origin and hands out
+//     blocks only for the Identity its caller asks for: the caller (the
+//     cache) builds it from an ObjectInfo of the origin read with the
+//     volume's own credentials.
+//
+// The package imports objstore only; pkg/cache imports it.
+package tier

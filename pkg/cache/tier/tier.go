@@ -1,0 +1,227 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/objstore"
+)
+
+// Options tune a Tier; zero values mean the defaults.
+type Options struct {
+	// VolumeID names the volume in logs.
+	VolumeID string
+	// OpTimeout bounds one tier GET with its body (default 2 s),
+	// PutTimeout one upload (default 15 s).
+	OpTimeout, PutTimeout time.Duration
+	// MaxGets bounds the GETs in flight (default 32).
+	MaxGets int
+	// MaxQueue and MaxQueueBytes bound the fills queued or uploading
+	// (defaults 256 and 64 MiB); Uploaders is how many upload at once
+	// (default 4).
+	MaxQueue      int
+	MaxQueueBytes int64
+	Uploaders     int
+	// Trip errors in a row make the tier skipped for Pause (defaults 3
+	// and 5 s).
+	Trip  int
+	Pause time.Duration
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults of Options.
+const (
+	DefaultOpTimeout     = 2 * time.Second
+	DefaultPutTimeout    = 15 * time.Second
+	DefaultMaxGets       = 32
+	DefaultMaxQueue      = 256
+	DefaultMaxQueueBytes = 64 << 20
+	DefaultUploaders     = 4
+	DefaultTrip          = 3
+	DefaultPause         = 5 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = DefaultOpTimeout
+	}
+	if o.PutTimeout <= 0 {
+		o.PutTimeout = DefaultPutTimeout
+	}
+	if o.MaxGets <= 0 {
+		o.MaxGets = DefaultMaxGets
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.MaxQueueBytes <= 0 {
+		o.MaxQueueBytes = DefaultMaxQueueBytes
+	}
+	if o.Uploaders <= 0 {
+		o.Uploaders = DefaultUploaders
+	}
+	if o.Trip <= 0 {
+		o.Trip = DefaultTrip
+	}
+	if o.Pause <= 0 {
+		o.Pause = DefaultPause
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Stats are a Tier's counters; the gauges are current values.
+type Stats struct {
+	Hits, Misses, HitBytes int64 // Gets that returned blocks, Gets that did not, bytes returned
+	Errors                 int64 // requests that failed (a miss for the reader) or were skipped while degraded
+	Corrupt                int64 // objects that failed their identity or checksum check
+	Filled, FilledBytes    int64 // runs (and their bytes) stored in the tier
+	FillExisting           int64 // fills another node had stored first
+	FillDropped            int64 // fills refused because the queue was full or the tier degraded
+	QueueDepth, QueueBytes int64 // fills queued or uploading, and their bytes
+	Degraded               bool  // the last request failed, or the tier is skipped
+}
+
+// Tier is one volume's view of the shared cache tier. Methods are safe for
+// concurrent use.
+type Tier struct {
+	// constant
+	store objstore.Store
+	opts  Options
+	gets  chan struct{} // bounds GETs in flight
+	queue chan *Fill
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+
+	// queueBytes are the bytes of fills reserved, queued or uploading.
+	// INVARIANT: queueBytes == sum of len(f.data) of fills not yet done.
+	queueBytes, queueLen atomic.Int64
+	// streak is the number of failed requests in a row; skipUntil (Unix
+	// nanoseconds) the end of the pause it tripped.
+	streak, skipUntil atomic.Int64
+
+	hits, misses, hitBytes, errs, corrupt atomic.Int64
+	filled, filledBytes, existing, drop   atomic.Int64
+}
+
+// New returns a Tier over store (the tier bucket, under its prefix) and
+// starts its uploaders; Close stops them. The Tier does not close store.
+func New(store objstore.Store, opts Options) *Tier {
+	opts = opts.withDefaults()
+	ctx, stop := context.WithCancel(context.Background())
+	t := &Tier{store: store, opts: opts, gets: make(chan struct{}, opts.MaxGets),
+		queue: make(chan *Fill, opts.MaxQueue), ctx: ctx, stop: stop}
+	for range opts.Uploaders {
+		t.wg.Go(t.upload)
+	}
+	return t
+}
+
+// Close drops the fills still queued and waits for the uploads under way
+// (each bounded by OpTimeout).
+func (t *Tier) Close() {
+	t.stop()
+	t.wg.Wait()
+	for {
+		select {
+		case f := <-t.queue:
+			f.release()
+		default:
+			return
+		}
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (t *Tier) Stats() Stats {
+	return Stats{
+		Hits: t.hits.Load(), Misses: t.misses.Load(), HitBytes: t.hitBytes.Load(),
+		Errors: t.errs.Load(), Corrupt: t.corrupt.Load(),
+		Filled: t.filled.Load(), FilledBytes: t.filledBytes.Load(),
+		FillExisting: t.existing.Load(), FillDropped: t.drop.Load(),
+		QueueDepth: t.queueLen.Load(), QueueBytes: t.queueBytes.Load(),
+		Degraded: t.streak.Load() > 0,
+	}
+}
+
+// usable reports whether requests may go to the tier now: not while a
+// pause tripped by errors in a row lasts.
+func (t *Tier) usable() bool {
+	return t.opts.Now().UnixNano() >= t.skipUntil.Load()
+}
+
+// succeeded and failed keep the health state.
+func (t *Tier) succeeded() { t.streak.Store(0) }
+
+func (t *Tier) failed(what string, err error) {
+	t.errs.Add(1)
+	if n := t.streak.Add(1); n%int64(t.opts.Trip) == 0 {
+		t.skipUntil.Store(t.opts.Now().Add(t.opts.Pause).UnixNano())
+		klog.InfoS("Shared cache tier failing; reading from the origin only for a while", "volume", t.opts.VolumeID,
+			"errorsInARow", n, "pause", t.opts.Pause, "op", what, "err", err)
+	}
+}
+
+// Get reads the run id names into bufs (one buffer per block, each of the
+// block's length) and returns the blocks' CRC32Cs, or ok false on a miss
+// of any kind, with bufs' content undefined. It returns within OpTimeout.
+func (t *Tier) Get(ctx context.Context, id Identity, bufs [][]byte) (crcs []uint32, ok bool) {
+	if !id.valid() || !t.usable() {
+		t.misses.Add(1)
+		return nil, false
+	}
+	select {
+	case t.gets <- struct{}{}:
+	case <-ctx.Done():
+		t.misses.Add(1)
+		return nil, false
+	}
+	defer func() { <-t.gets }()
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, t.opts.OpTimeout)
+	defer cancel()
+	crcs, err := t.get(ctx, id, bufs)
+	switch {
+	case err == nil:
+		t.succeeded()
+		t.hits.Add(1)
+		t.hitBytes.Add(id.Len())
+		return crcs, true
+	case errors.Is(err, objstore.ErrNotFound):
+		t.succeeded()
+	case errors.Is(err, errCorrupt):
+		t.succeeded()
+		t.corrupt.Add(1)
+		klog.V(2).InfoS("Shared cache tier object failed its check; reading from the origin", "volume", t.opts.VolumeID,
+			"key", id.Key, "first", id.First, "object", id.ObjectKey())
+	case parent.Err() != nil:
+		// the caller's context ended (the cache closes): not the tier's fault
+	default:
+		t.failed("get", err)
+	}
+	t.misses.Add(1)
+	return nil, false
+}
+
+func (t *Tier) get(ctx context.Context, id Identity, bufs [][]byte) ([]uint32, error) {
+	rc, _, err := t.store.Read(ctx, id.ObjectKey(), objstore.ReadOptions{Length: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	crcs, err := decode(rc, id, bufs)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("tier: read %s: %w", id.ObjectKey(), ctx.Err())
+	}
+	return crcs, err
+}

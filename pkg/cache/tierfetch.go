@@ -1,0 +1,144 @@
+package cache
+
+import (
+	"github.com/basin-csi/basin/pkg/cache/tier"
+)
+
+// The shared cache tier (Options.Tier) sits between the data files and
+// the bucket: a job first asks the tier for its blocks (fetchTier), and
+// the blocks it then fetches from the bucket are offered to the tier
+// (tierFill). A small object is one tier object, fetched and filled
+// whole; a large object's blocks are one tier object each. The version
+// that names the tier objects is o's, from this volume's own listing or
+// HEAD: the tier is asked only for versions the volume could see.
+
+// tierID is the identity of the run of n blocks of o from b0.
+func (c *Cache) tierID(o *object, b0, n int) tier.Identity {
+	return tier.Identity{Origin: c.opts.Origin, Key: o.info.Key, Version: o.info.Version, Size: o.info.Size,
+		BlockSize: o.bs, First: b0, Blocks: n}
+}
+
+// tierFor reports whether the tier may serve and store o's blocks.
+func (c *Cache) tierFor(o *object) bool {
+	return c.opts.Tier != nil && o.info.Version != "" && o.info.Size > 0
+}
+
+// fetchTier makes ready the blocks of j the tier holds, from the first
+// on, and returns the job of the rest (from the first block the tier did
+// not have), which holds j's pin; when the tier had them all it returns
+// an empty job and the pin is released. A small object's job is served
+// only whole.
+func (c *Cache) fetchTier(o *object, j job) job {
+	if !c.tierFor(o) {
+		return j
+	}
+	if o.small {
+		if j.b0 != 0 || j.b1 != o.nblocks-1 {
+			return j
+		}
+		return c.fetchTierWhole(o, j)
+	}
+	for len(j.flights) > 0 {
+		b, f := j.b0, j.flights[0]
+		buf, bp := c.blockBuf(o, b)
+		crcs, ok := c.opts.Tier.Get(c.ctx, c.tierID(o, b, 1), [][]byte{buf})
+		if !ok {
+			c.putBuf(o, bp)
+			return j
+		}
+		f.publish(buf, bp)
+		j = job{b0: b + 1, b1: j.b1, flights: j.flights[1:]}
+		if len(j.flights) > 0 {
+			o.addPin() // the write's own; the last one takes the job's
+		}
+		c.storeBlock(o, b, f, buf, crcs[0])
+	}
+	return j
+}
+
+// fetchTierWhole serves a small object's job (all its blocks) from its
+// one tier object, or returns j untouched.
+func (c *Cache) fetchTierWhole(o *object, j job) job {
+	bufs := make([][]byte, len(j.flights))
+	bps := make([]*[]byte, len(j.flights))
+	defer func() {
+		for _, bp := range bps {
+			c.putBuf(o, bp)
+		}
+	}()
+	for i := range j.flights {
+		// No wait for the pool while holding buffers: another job
+		// holding the rest could wait for ours.
+		buf, bp, ok := c.tryBlockBuf(o, j.b0+i)
+		if !ok {
+			return j
+		}
+		bufs[i], bps[i] = buf, bp
+	}
+	crcs, ok := c.opts.Tier.Get(c.ctx, c.tierID(o, 0, o.nblocks), bufs)
+	if !ok {
+		return j
+	}
+	for i, f := range j.flights {
+		f.publish(bufs[i], bps[i])
+		bps[i] = nil // the flight's now
+		if i < len(j.flights)-1 {
+			o.addPin()
+		}
+		c.storeBlock(o, j.b0+i, f, bufs[i], crcs[i])
+	}
+	return job{}
+}
+
+// tierFill offers the blocks a job fetched from the bucket to the tier.
+// A nil *tierFill does nothing.
+type tierFill struct {
+	c     *Cache
+	o     *object
+	whole *tier.Fill // a small object's, nil for a large one
+	last  int        // the small object's last block
+}
+
+// newTierFill returns the fill of j's blocks, nil when the tier takes
+// none of them: no tier, or a small object's job that is not all of it.
+func (c *Cache) newTierFill(o *object, j job) *tierFill {
+	if !c.tierFor(o) {
+		return nil
+	}
+	tf := &tierFill{c: c, o: o}
+	if o.small {
+		if j.b0 != 0 || j.b1 != o.nblocks-1 {
+			return nil
+		}
+		if tf.whole = c.opts.Tier.StartFill(c.tierID(o, 0, o.nblocks)); tf.whole == nil {
+			return nil
+		}
+		tf.last = o.nblocks - 1
+	}
+	return tf
+}
+
+// add offers block b (buf, its CRC32C), fetched in order. It copies buf
+// or drops it, and never waits.
+func (tf *tierFill) add(b int, buf []byte, crc uint32) {
+	if tf == nil {
+		return
+	}
+	if tf.whole != nil {
+		tf.whole.Add(buf, crc)
+		if b == tf.last {
+			tf.whole.Done()
+		}
+		return
+	}
+	f := tf.c.opts.Tier.StartFill(tf.c.tierID(tf.o, b, 1))
+	f.Add(buf, crc)
+	f.Done()
+}
+
+// abort gives up a small object's fill (its fetch failed).
+func (tf *tierFill) abort() {
+	if tf != nil {
+		tf.whole.Abort()
+	}
+}
