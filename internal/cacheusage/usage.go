@@ -44,6 +44,9 @@ type Usage struct {
 	// LastAccessNano is the last read or open, in Unix nanoseconds; 0 if
 	// unknown.
 	LastAccessNano int64 `json:"lastAccessUnixNano"`
+	// SharedCacheDegraded: the volume's shared cache tier fails (its
+	// reads go to the bucket).
+	SharedCacheDegraded bool `json:"sharedCacheDegraded,omitempty"`
 }
 
 // LastAccess is LastAccessNano as a time; zero if unknown.

@@ -278,6 +278,9 @@ func (c *Cache) writeUsage() {
 		Capacity:       c.opts.CacheSize,
 		LastAccessNano: c.lastAccess.Load(),
 	}
+	if c.opts.Tier != nil {
+		u.SharedCacheDegraded = c.opts.Tier.Stats().Degraded
+	}
 	c.usageMu.Lock()
 	defer c.usageMu.Unlock()
 	if u == c.lastUsage {

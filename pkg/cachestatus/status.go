@@ -26,6 +26,8 @@ func statusOf(u cacheusage.Usage, ds *Dataset, now time.Time) basinv1.VolumeCach
 		CachedObjects: u.Objects,
 		CapacityBytes: u.Capacity,
 		UpdateTime:    metav1.NewTime(now.Truncate(time.Second)),
+
+		SharedCacheDegraded: u.SharedCacheDegraded,
 	}
 	if last := u.LastAccess(); !last.IsZero() {
 		t := metav1.NewTime(last.Truncate(time.Second))

@@ -82,6 +82,9 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize, descAborted} {
 		ch <- d
 	}
+	for _, d := range tierDescs {
+		ch <- d
+	}
 }
 
 func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -107,6 +110,9 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPrefetchBytes, s.PrefetchBytes)
 		counter(descPrefetchRead, s.PrefetchReadBytes)
 		counter(descPrefetchEvicted, s.PrefetchEvictedBytes)
+		if s.Tiered {
+			collectTier(ch, s.Tier)
+		}
 	}
 	if c.src.Pinned != nil {
 		gauge(descPinned, c.src.Pinned())

@@ -33,7 +33,7 @@ func exportedNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	if err := RegisterSources(reg, Sources{
-		Cache: func() cache.Stats { return cache.Stats{} }, Pinned: func() int64 { return 0 }, FS: func() fuse.Stats { return fuse.Stats{} },
+		Cache: func() cache.Stats { return cache.Stats{Tiered: true} }, Pinned: func() int64 { return 0 }, FS: func() fuse.Stats { return fuse.Stats{} },
 	}); err != nil {
 		t.Fatal(err)
 	}

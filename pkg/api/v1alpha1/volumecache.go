@@ -67,6 +67,11 @@ type VolumeCacheStatus struct {
 	// LastUseTime is when a reader last read the volume on the node.
 	// +optional
 	LastUseTime *metav1.Time `json:"lastUseTime,omitempty"`
+	// SharedCacheDegraded is true while the volume's shared cache tier
+	// (the sharedCache attribute) fails on the node: its reads go to the
+	// bucket.
+	// +optional
+	SharedCacheDegraded bool `json:"sharedCacheDegraded,omitempty"`
 	// UpdateTime is when the node plugin last wrote this status.
 	UpdateTime metav1.Time `json:"updateTime"`
 }
