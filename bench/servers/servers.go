@@ -148,3 +148,10 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Kill kills the server's process group at once (SIGKILL), as a crash
+// would, and waits for it. Stop after Kill does nothing more.
+func (s *Server) Kill() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
