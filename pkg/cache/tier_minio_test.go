@@ -26,7 +26,9 @@ func s3On(t testing.TB, srv *testserver.Server, bucket string, creds objstore.Cr
 	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, Bucket: bucket,
 		PathStyle: true, RequestTimeout: 5 * time.Second, MaxAttempts: maxAttempts, PartSize: 16 << 20}
 	if create {
-		admin, err := s3store.NewAdmin(context.Background(), cfg, creds)
+		acfg := cfg
+		acfg.MaxAttempts = 10 // a server just started answers 503 until it is initialised
+		admin, err := s3store.NewAdmin(context.Background(), acfg, creds)
 		if err != nil {
 			t.Fatal(err)
 		}
