@@ -15,6 +15,8 @@
 #   BENCH_WORK        work directory (default /var/tmp/basin-bench; data sets
 #                     and server data are kept there and reused)
 #   BENCH_NO_INSTALL  set to 1 to skip all installation
+#   BENCH_SHAREDTIER  "only": play only the scenario "three nodes, one data
+#                     set" (bench/cmd/sharedtier); "skip": leave it out
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -48,11 +50,25 @@ go build -o "$WORK/bin/csi-driver" ./cmd/csi-driver \
   || warn "cmd/csi-driver does not build; Basin will be n/a"
 go build -o "$WORK/bin/basin-bench" ./bench/cmd/basin-bench
 
+go build -o "$WORK/bin/sharedtier" ./bench/cmd/sharedtier
+
+if [[ ${BENCH_SHAREDTIER:-} != only ]]; then
 "$WORK/bin/basin-bench" -work "$WORK" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
   -command "bench/run.sh${*:+ $*}" "$@"
+fi
+
+# The scenario "three nodes, one data set" (shared cache tier): its own
+# servers and report, bench/results/<date>-sharedtier[-quick].md.
+if [[ ${BENCH_SHAREDTIER:-} != skip ]]; then
+  quick=()
+  for a in "$@"; do [[ $a == --quick || $a == -quick ]] && quick=(-quick); done
+  "$WORK/bin/sharedtier" -work "$WORK/sharedtier" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
+    -command "bench/run.sh${*:+ $*} (sharedtier)" "${quick[@]}"
+fi
+[[ ${BENCH_SHAREDTIER:-} != only ]] || exit 0
 
 # The README's table is the newest report's, spliced between its markers.
-report=$(ls -t bench/results/*.md | head -1)
+report=$(ls -t bench/results/*.md | grep -v sharedtier | head -1)
 awk -v report="$report" '
   /<!-- bench:begin -->/ {
     print; print "From [" report "](" report "), produced by `bench/run.sh`:"; print ""
