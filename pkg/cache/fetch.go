@@ -331,9 +331,7 @@ func (c *Cache) fetchRange(o *object, j job) {
 		rc, err = c.read(o, int64(b)*o.bs, end-int64(b)*o.bs)
 		return err
 	}
-	fill := c.newTierFill(o, j)
 	fail := func(i int, bp *[]byte, err error) {
-		fill.abort()
 		c.putBuf(o, bp)
 		c.failFrom(o, j, i, err)
 		c.unpin(o)
@@ -366,11 +364,13 @@ func (c *Cache) fetchRange(o *object, j job) {
 			return
 		}
 		f.publish(buf, bp)
-		fill.add(b, buf, crc) // a copy, before the write may recycle buf
 		if i < len(j.flights)-1 {
 			o.addPin() // the write's own; the last one takes the job's
 		}
-		writes.Go(func() { c.storeBlock(o, b, f, buf, crc) })
+		writes.Go(func() {
+			c.storeBlock(o, b, f, buf, crc)
+			c.offerTier(o, b, crc)
+		})
 	}
 }
 
@@ -415,8 +415,8 @@ func (c *Cache) fetchParts(o *object, j job) {
 	}
 	crc := blockCRC(buf)
 	j.flights[0].publish(buf, bp)
-	c.newTierFill(o, j).add(b, buf, crc)
 	c.storeBlock(o, b, j.flights[0], buf, crc)
+	c.offerTier(o, b, crc)
 }
 
 func fetchErr(c *Cache, o *object, err error) error {

@@ -100,6 +100,9 @@ type object struct {
 	// prefetching: a prefetch fetches it; its GETs take the prefetch
 	// slots (prefetch.go).
 	prefetching atomic.Bool
+	// tierOffered: a small object offered whole to the shared cache tier
+	// (tierfetch.go), so that its blocks stored at once offer it once.
+	tierOffered atomic.Bool
 
 	mu sync.Mutex
 	// guarded by mu

@@ -1,13 +1,15 @@
 package cache
 
 import (
+	"os"
+
 	"github.com/basin-csi/basin/pkg/cache/tier"
 )
 
 // The shared cache tier (Options.Tier) sits between the data files and
 // the bucket: a job first asks the tier for its blocks (fetchTier), and
 // the blocks it then fetches from the bucket are offered to the tier
-// (tierFill). A small object is one tier object, fetched and filled
+// (offerTier). A small object is one tier object, fetched and filled
 // whole; a large object's blocks are one tier object each. The version
 // that names the tier objects is o's, from this volume's own listing or
 // HEAD: the tier is asked only for versions the volume could see.
@@ -90,55 +92,44 @@ func (c *Cache) fetchTierWhole(o *object, j job) job {
 	return job{}
 }
 
-// tierFill offers the blocks a job fetched from the bucket to the tier.
-// A nil *tierFill does nothing.
-type tierFill struct {
-	c     *Cache
-	o     *object
-	whole *tier.Fill // a small object's, nil for a large one
-	last  int        // the small object's last block
-}
-
-// newTierFill returns the fill of j's blocks, nil when the tier takes
-// none of them: no tier, or a small object's job that is not all of it.
-func (c *Cache) newTierFill(o *object, j job) *tierFill {
+// offerTier offers block b of o, just fetched from the bucket (crc its
+// CRC32C) and given to storeBlock, to the tier: a large object's block
+// once it is in the data file; a small object whole, once its last block
+// is. The upload reads the bytes back from the data file later (and
+// checks them against the CRC32Cs), so the queue holds no block in
+// memory and a reader never waits for it. A block the cache could not
+// store is not offered.
+func (c *Cache) offerTier(o *object, b int, crc uint32) {
 	if !c.tierFor(o) {
-		return nil
+		return
 	}
-	tf := &tierFill{c: c, o: o}
+	first, n := b, 1
+	crcs := []uint32{crc}
 	if o.small {
-		if j.b0 != 0 || j.b1 != o.nblocks-1 {
-			return nil
-		}
-		if tf.whole = c.opts.Tier.StartFill(c.tierID(o, 0, o.nblocks)); tf.whole == nil {
-			return nil
-		}
-		tf.last = o.nblocks - 1
+		first, n = 0, o.nblocks
 	}
-	return tf
-}
-
-// add offers block b (buf, its CRC32C), fetched in order. It copies buf
-// or drops it, and never waits.
-func (tf *tierFill) add(b int, buf []byte, crc uint32) {
-	if tf == nil {
+	o.mu.Lock()
+	for i := first; i < first+n; i++ {
+		if !o.present.has(i) {
+			o.mu.Unlock()
+			return // not stored, or (small) another block still coming
+		}
+	}
+	if o.small {
+		crcs = append([]uint32(nil), o.crcs[:n]...)
+	}
+	o.mu.Unlock()
+	if o.small && !o.tierOffered.CompareAndSwap(false, true) {
 		return
 	}
-	if tf.whole != nil {
-		tf.whole.Add(buf, crc)
-		if b == tf.last {
-			tf.whole.Done()
+	path, off := o.path, int64(first)*o.bs
+	c.opts.Tier.Offer(c.tierID(o, first, n), crcs, func(buf []byte) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
 		}
-		return
-	}
-	f := tf.c.opts.Tier.StartFill(tf.c.tierID(tf.o, b, 1))
-	f.Add(buf, crc)
-	f.Done()
-}
-
-// abort gives up a small object's fill (its fetch failed).
-func (tf *tierFill) abort() {
-	if tf != nil {
-		tf.whole.Abort()
-	}
+		defer func() { _ = f.Close() }()
+		_, err = f.ReadAt(buf, off)
+		return err
+	})
 }

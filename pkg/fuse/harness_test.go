@@ -17,6 +17,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/cache"
+	"github.com/basin-csi/basin/pkg/cache/tier"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/filestore"
 	"github.com/basin-csi/basin/pkg/objstore/gcsstore"
@@ -52,6 +53,8 @@ type mountSpec struct {
 	prefetchBudget int64
 	// now is the real cache's clock (nil: time.Now).
 	now func() time.Time
+	// tier is the real cache's shared cache tier (nil: none).
+	tier *tier.Tier
 }
 
 type testMount struct {
@@ -71,6 +74,7 @@ func newBackend(t testing.TB, store objstore.Store, spec mountSpec) cacheBackend
 		opts := cache.Options{Spec: spec.cfg.Spec, VolumeID: t.Name(), Origin: "test://" + t.Name(), Now: spec.now}
 		opts.CacheSize, opts.CacheBlockSize = 8<<30, 1<<20
 		opts.Prefetch, opts.PrefetchBudget = !spec.noPrefetch, spec.prefetchBudget
+		opts.Tier = spec.tier
 		c, err := cache.Open(t.Context(), dir, store, opts)
 		if err != nil {
 			t.Fatalf("cache.Open: %v", err)

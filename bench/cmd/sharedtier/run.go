@@ -63,7 +63,9 @@ func run(ctx context.Context, args []string) error {
 		rep.add(set, row)
 	}
 	// The tier's server dies halfway through an epoch over a filled tier.
-	n := r.node(cfg, "tierkilled", true)
+	// Directory prefetch is off on this node: with it, the tier would
+	// have handed over the whole set before the kill.
+	n := r.node(cfg, "tierkilled", true, "--prefetch=false")
 	row, err := epoch(ctx, cfg, r, n, cfg.small, cfg.threads, func() { r.tier.Kill() })
 	if err != nil {
 		return fmt.Errorf("%s, tier killed: %w", cfg.small.Name, err)
@@ -137,8 +139,7 @@ func startRig(ctx context.Context, cfg config, bin string) (*rig, error) {
 // node is one Basin mount with its own cache directory, with or without
 // the tier. The tier's credentials are the default chain's: the same
 // AWS_* variables as the origin's (both servers have the same root key).
-func (r *rig) node(cfg config, name string, tiered bool) sut.System {
-	var extra []string
+func (r *rig) node(cfg config, name string, tiered bool, extra ...string) sut.System {
 	if tiered {
 		extra = append(extra, "--shared-cache", r.tierURL)
 	}

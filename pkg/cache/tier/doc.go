@@ -21,11 +21,13 @@
 //     After Options.Trip errors in a row the tier is skipped for
 //     Options.Pause (Get misses at once, StartFill refuses), then tried
 //     again; Stats.Degraded says so (fail-open: the origin serves).
-//   - Filling (fill.go) never blocks the caller: a fill is refused when
-//     the queue (Options.MaxQueue entries) or the bytes queued and in
-//     flight (Options.MaxQueueBytes) are full, and counted as dropped.
-//     Uploads are conditional (IfAbsent): a block two nodes fill at once
-//     is stored once.
+//   - Filling (fill.go) never blocks the caller: Offer queues a reference
+//     to a run (how to read its bytes from the cache's data file, and its
+//     CRC32Cs), refused and counted as dropped when the queue
+//     (Options.MaxQueue) is full. Options.Uploaders uploaders each read
+//     one run, check its CRC32Cs and PUT it: the bytes in memory are
+//     bounded by Uploaders runs. Uploads are conditional (IfAbsent): a
+//     block two nodes fill at once is stored once.
 //   - The tier never learns credentials of the origin and hands out
 //     blocks only for the Identity its caller asks for: the caller (the
 //     cache) builds it from an ObjectInfo of the origin read with the

@@ -4,138 +4,111 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
-	"sync"
 
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
-// A Fill collects the blocks of one run fetched from the origin, in order,
-// and queues them for upload once complete. Its memory is reserved in the
-// queue's byte budget from StartFill to the end of its upload.
-type Fill struct {
-	t    *Tier
+// An offer is a run queued for upload: its identity, its blocks' CRC32Cs
+// and how to read its bytes when an uploader gets to it (from the cache's
+// data file), so that a queued run holds no memory.
+type offer struct {
 	id   Identity
-	data []byte   // the run's bytes, filled up to n
-	crcs []uint32 // a CRC32C per block added
-	n    int64
-	once sync.Once
+	crcs []uint32
+	read func(buf []byte) error
 }
 
-// StartFill reserves a fill of the run id names, or returns nil (counted
-// as dropped) when the queue or its byte budget is full or the tier is
-// skipped. The caller Adds every block of the run in order, then calls
-// Done, or Abort if it cannot.
-func (t *Tier) StartFill(id Identity) *Fill {
-	if !id.valid() || !t.usable() || t.ctx.Err() != nil {
+// Offer queues the upload of the run id names. read fills a buffer of
+// id.Len() bytes with the run when an uploader takes it; crcs are the
+// blocks' CRC32Cs, which the bytes read must match, or nothing is
+// uploaded. Offer never waits: it returns false (counted as dropped) when
+// the queue is full, the tier is skipped or closed.
+func (t *Tier) Offer(id Identity, crcs []uint32, read func(buf []byte) error) bool {
+	if !id.valid() || len(crcs) != id.Blocks || !t.usable() || t.ctx.Err() != nil {
 		t.drop.Add(1)
-		return nil
+		return false
 	}
-	n := id.Len()
-	if t.queueLen.Add(1) > int64(t.opts.MaxQueue) {
-		t.queueLen.Add(-1)
-		t.drop.Add(1)
-		return nil
-	}
-	if t.queueBytes.Add(n) > t.opts.MaxQueueBytes {
-		t.queueBytes.Add(-n)
-		t.queueLen.Add(-1)
-		t.drop.Add(1)
-		return nil
-	}
-	return &Fill{t: t, id: id, data: make([]byte, n), crcs: make([]uint32, 0, id.Blocks)}
-}
-
-// Add copies the next block of the run and its CRC32C. A nil Fill does
-// nothing, so callers need not check StartFill's result.
-func (f *Fill) Add(block []byte, crc uint32) {
-	if f == nil {
-		return
-	}
-	if f.n+int64(len(block)) > int64(len(f.data)) || len(f.crcs) == f.id.Blocks {
-		f.Abort()
-		return
-	}
-	f.n += int64(copy(f.data[f.n:], block))
-	f.crcs = append(f.crcs, crc)
-}
-
-// Done queues the fill if every block was added, and aborts it otherwise.
-func (f *Fill) Done() {
-	if f == nil {
-		return
-	}
-	if f.n != int64(len(f.data)) || len(f.crcs) != f.id.Blocks {
-		f.Abort()
-		return
-	}
+	t.queueLen.Add(1)
+	t.queueBytes.Add(id.Len())
 	select {
-	case f.t.queue <- f: // never blocks: StartFill reserved a place
+	case t.queue <- &offer{id: id, crcs: crcs, read: read}:
+		return true
 	default:
-		f.t.drop.Add(1)
-		f.release()
+		t.done(id)
+		t.drop.Add(1)
+		return false
 	}
 }
 
-// Abort gives the fill's reservation back.
-func (f *Fill) Abort() {
-	if f != nil {
-		f.release()
-	}
+// done ends an offer's accounting.
+func (t *Tier) done(id Identity) {
+	t.queueLen.Add(-1)
+	t.queueBytes.Add(-id.Len())
 }
 
-// release ends the fill's reservation, once.
-func (f *Fill) release() {
-	f.once.Do(func() {
-		f.t.queueBytes.Add(-int64(len(f.data)))
-		f.t.queueLen.Add(-1)
-		f.data = nil
-	})
-}
-
-// upload stores queued fills until Close.
+// upload stores queued runs until Close. Each uploader holds one run's
+// bytes at a time: Uploaders runs are in memory at most.
 func (t *Tier) upload() {
 	for {
 		select {
 		case <-t.ctx.Done():
 			return
-		case f := <-t.queue:
-			t.put(f)
-			f.release()
+		case o := <-t.queue:
+			t.put(o)
+			t.done(o.id)
 		}
 	}
 }
 
-// put stores one fill, conditionally: another node's copy of the run is
+// errStale: the bytes read for an upload do not match their CRC32Cs (the
+// cache dropped or replaced the blocks since).
+var errStale = errors.New("tier: the run's bytes changed before their upload")
+
+// put stores one run, conditionally: another node's copy of the run is
 // the same bytes, so a lost race only counts.
-func (t *Tier) put(f *Fill) {
+func (t *Tier) put(o *offer) {
 	if !t.usable() {
 		t.drop.Add(1)
 		return
 	}
-	h, err := encodeHeader(f.id, f.crcs)
+	buf := make([]byte, o.id.Len())
+	err := o.read(buf)
+	for i, off := 0, int64(0); err == nil && i < o.id.Blocks; i++ {
+		n := o.id.blockLen(i)
+		if crc32.Checksum(buf[off:off+n], castagnoli) != o.crcs[i] {
+			err = errStale
+		}
+		off += n
+	}
+	if err != nil {
+		t.drop.Add(1) // a local problem, not the tier's
+		return
+	}
+	h, err := encodeHeader(o.id, o.crcs)
 	if err != nil {
 		t.drop.Add(1)
 		return
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.opts.PutTimeout)
 	defer cancel()
-	size := int64(len(h)) + int64(len(f.data))
-	body := io.MultiReader(bytes.NewReader(h), bytes.NewReader(f.data))
-	_, err = t.store.Put(ctx, f.id.ObjectKey(), body, objstore.PutOptions{Size: size, IfAbsent: true,
+	size := int64(len(h)) + int64(len(buf))
+	body := io.MultiReader(bytes.NewReader(h), bytes.NewReader(buf))
+	_, err = t.store.Put(ctx, o.id.ObjectKey(), body, objstore.PutOptions{Size: size, IfAbsent: true,
 		ContentType: "application/octet-stream"})
 	switch {
 	case err == nil:
 		t.succeeded()
 		t.filled.Add(1)
-		t.filledBytes.Add(int64(len(f.data)))
+		t.filledBytes.Add(int64(len(buf)))
 	case errors.Is(err, objstore.ErrExists):
 		t.succeeded()
 		t.existing.Add(1)
 	case t.ctx.Err() != nil:
 		t.drop.Add(1) // closing
 	default:
-		t.failed("put", err)
+		t.failed("put", fmt.Errorf("tier: put %s: %w", o.id.ObjectKey(), err))
 		t.drop.Add(1)
 	}
 }

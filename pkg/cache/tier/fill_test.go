@@ -12,13 +12,17 @@ import (
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
 
-// gatedStore holds every Put until gate is closed.
+// gatedStore holds every Put until gate is closed, telling entered.
 type gatedStore struct {
 	objstore.Store
-	gate chan struct{}
+	gate, entered chan struct{}
 }
 
 func (s gatedStore) Put(ctx context.Context, key string, body io.Reader, o objstore.PutOptions) (objstore.ObjectInfo, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
 	select {
 	case <-s.gate:
 	case <-ctx.Done():
@@ -32,14 +36,8 @@ func blockID(key string, b int) Identity {
 }
 
 func fillBlock(tr *Tier, id Identity) bool {
-	f := tr.StartFill(id)
-	if f == nil {
-		return false
-	}
 	buf := make([]byte, id.Len())
-	f.Add(buf, crc32.Checksum(buf, castagnoli))
-	f.Done()
-	return true
+	return tr.Offer(id, []uint32{crc32.Checksum(buf, castagnoli)}, func(b []byte) error { copy(b, buf); return nil })
 }
 
 // waitFor polls cond (the uploads run in the background).
@@ -53,34 +51,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestFillIsBoundedAndNeverWaits(t *testing.T) {
-	gate := make(chan struct{})
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
 	fake := objstoretest.NewFake()
-	tr := New(gatedStore{fake, gate}, Options{MaxQueue: 4, MaxQueueBytes: 3 * 64 << 10, Uploaders: 1, PutTimeout: time.Minute})
+	tr := New(gatedStore{fake, gate, entered}, Options{MaxQueue: 3, Uploaders: 1, PutTimeout: time.Minute})
 	defer tr.Close()
 	accepted := 0
-	for b := range 10 { // the store holds every upload: none completes
+	if fillBlock(tr, blockID("k", 0)) {
+		accepted++
+	}
+	<-entered                 // the uploader holds it
+	for b := 1; b < 10; b++ { // the store holds every upload: none completes
 		if fillBlock(tr, blockID("k", b)) {
 			accepted++
 		}
 	}
+	// One uploader holds one run, the queue three more.
 	s := tr.Stats()
-	if accepted != 3 || s.FillDropped != 7 || s.QueueBytes != 3*64<<10 || s.QueueDepth != 3 {
-		t.Fatalf("accepted %d, stats %+v; want 3 within the byte budget, 7 dropped", accepted, s)
+	if accepted != 4 || s.FillDropped != 6 || s.QueueDepth != 4 || s.QueueBytes != 4*64<<10 {
+		t.Fatalf("accepted %d, stats %+v; want 4 (one uploading, 3 queued), 6 dropped", accepted, s)
 	}
 	close(gate)
 	waitFor(t, "the uploads", func() bool { return tr.Stats().QueueDepth == 0 })
 	s = tr.Stats()
-	if s.Filled != 3 || s.QueueBytes != 0 {
+	if s.Filled != 4 || s.QueueBytes != 0 {
 		t.Fatalf("after the uploads: %+v", s)
 	}
 	// A block stored already (another node's) is stored once.
 	fillBlock(tr, blockID("k", 0))
 	waitFor(t, "the upload", func() bool { return tr.Stats().QueueDepth == 0 })
-	if s := tr.Stats(); s.FillExisting != 1 || s.Filled != 3 {
+	if s := tr.Stats(); s.FillExisting != 1 || s.Filled != 4 {
 		t.Errorf("refill of a stored block: %+v; want it counted as existing", s)
 	}
+	// Bytes that no longer match their CRC32C are not uploaded.
+	id := blockID("k", 9)
+	tr.Offer(id, []uint32{1}, func(b []byte) error { return nil })
+	waitFor(t, "the upload", func() bool { return tr.Stats().QueueDepth == 0 })
+	if s := tr.Stats(); s.Filled != 4 || s.FillDropped != 7 {
+		t.Errorf("a stale run: %+v; want it dropped", s)
+	}
 	// What was stored reads back.
-	id := blockID("k", 1)
+	id = blockID("k", 1)
 	buf := make([]byte, id.Len())
 	if _, ok := tr.Get(context.Background(), id, [][]byte{buf}); !ok {
 		t.Error("a filled block is a miss")
@@ -109,7 +119,7 @@ func TestTripSkipsTheTier(t *testing.T) {
 	if s.Errors != 3 || s.Misses != 5 || !s.Degraded {
 		t.Fatalf("stats %+v; want 3 errors (then skipped), 5 misses, degraded", s)
 	}
-	if tr.StartFill(id) != nil {
+	if tr.Offer(id, []uint32{0}, func([]byte) error { return nil }) {
 		t.Error("a fill was accepted while the tier is skipped")
 	}
 	now = now.Add(6 * time.Second) // the pause is over: one more try

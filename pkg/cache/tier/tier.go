@@ -22,12 +22,12 @@ type Options struct {
 	OpTimeout, PutTimeout time.Duration
 	// MaxGets bounds the GETs in flight (default 32).
 	MaxGets int
-	// MaxQueue and MaxQueueBytes bound the fills queued or uploading
-	// (defaults 256 and 64 MiB); Uploaders is how many upload at once
-	// (default 4).
-	MaxQueue      int
-	MaxQueueBytes int64
-	Uploaders     int
+	// MaxQueue bounds the runs queued for upload (default 4096; a queued
+	// run is a reference to the cache's data file, not its bytes);
+	// Uploaders is how many upload at once, each holding one run's bytes
+	// (default 8).
+	MaxQueue  int
+	Uploaders int
 	// Trip errors in a row make the tier skipped for Pause (defaults 3
 	// and 5 s).
 	Trip  int
@@ -41,9 +41,8 @@ const (
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultPutTimeout    = 15 * time.Second
 	DefaultMaxGets       = 32
-	DefaultMaxQueue      = 256
-	DefaultMaxQueueBytes = 64 << 20
-	DefaultUploaders     = 4
+	DefaultMaxQueue      = 4096
+	DefaultUploaders     = 8
 	DefaultTrip          = 3
 	DefaultPause         = 5 * time.Second
 )
@@ -60,9 +59,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxQueue <= 0 {
 		o.MaxQueue = DefaultMaxQueue
-	}
-	if o.MaxQueueBytes <= 0 {
-		o.MaxQueueBytes = DefaultMaxQueueBytes
 	}
 	if o.Uploaders <= 0 {
 		o.Uploaders = DefaultUploaders
@@ -86,8 +82,8 @@ type Stats struct {
 	Corrupt                int64 // objects that failed their identity or checksum check
 	Filled, FilledBytes    int64 // runs (and their bytes) stored in the tier
 	FillExisting           int64 // fills another node had stored first
-	FillDropped            int64 // fills refused because the queue was full or the tier degraded
-	QueueDepth, QueueBytes int64 // fills queued or uploading, and their bytes
+	FillDropped            int64 // runs not stored: the queue was full, the tier degraded, the local bytes gone
+	QueueDepth, QueueBytes int64 // runs queued or uploading, and their bytes (in the data files while queued)
 	Degraded               bool  // the last request failed, or the tier is skipped
 }
 
@@ -98,13 +94,13 @@ type Tier struct {
 	store objstore.Store
 	opts  Options
 	gets  chan struct{} // bounds GETs in flight
-	queue chan *Fill
+	queue chan *offer
 	ctx   context.Context
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 
-	// queueBytes are the bytes of fills reserved, queued or uploading.
-	// INVARIANT: queueBytes == sum of len(f.data) of fills not yet done.
+	// queueLen and queueBytes count the offers queued or uploading and
+	// their runs' bytes.
 	queueBytes, queueLen atomic.Int64
 	// streak is the number of failed requests in a row; skipUntil (Unix
 	// nanoseconds) the end of the pause it tripped.
@@ -120,7 +116,7 @@ func New(store objstore.Store, opts Options) *Tier {
 	opts = opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
 	t := &Tier{store: store, opts: opts, gets: make(chan struct{}, opts.MaxGets),
-		queue: make(chan *Fill, opts.MaxQueue), ctx: ctx, stop: stop}
+		queue: make(chan *offer, opts.MaxQueue), ctx: ctx, stop: stop}
 	for range opts.Uploaders {
 		t.wg.Go(t.upload)
 	}
@@ -134,8 +130,8 @@ func (t *Tier) Close() {
 	t.wg.Wait()
 	for {
 		select {
-		case f := <-t.queue:
-			f.release()
+		case o := <-t.queue:
+			t.done(o.id)
 		default:
 			return
 		}
