@@ -157,4 +157,3 @@ func (r *rig) close() {
 		r.origin.Stop()
 	}
 }
-

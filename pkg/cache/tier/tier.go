@@ -38,13 +38,13 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultOpTimeout     = 2 * time.Second
-	DefaultPutTimeout    = 15 * time.Second
-	DefaultMaxGets       = 32
-	DefaultMaxQueue      = 4096
-	DefaultUploaders     = 8
-	DefaultTrip          = 3
-	DefaultPause         = 5 * time.Second
+	DefaultOpTimeout  = 2 * time.Second
+	DefaultPutTimeout = 15 * time.Second
+	DefaultMaxGets    = 32
+	DefaultMaxQueue   = 4096
+	DefaultUploaders  = 8
+	DefaultTrip       = 3
+	DefaultPause      = 5 * time.Second
 )
 
 func (o Options) withDefaults() Options {
