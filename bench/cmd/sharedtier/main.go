@@ -62,7 +62,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.basin, "basin", "bin/csi-driver", "csi-driver binary")
 	fs.StringVar(&c.minio, "minio", "minio", "MinIO binary (name or path)")
 	fs.StringVar(&c.tools, "tools", filepath.Join(home, ".cache/basin-tools/bin"), "directory searched first for minio")
-	fs.StringVar(&c.work, "work", "/var/tmp/basin-sharedtier", "work directory: the origin's data (kept for later runs), the tier's (emptied at start), the nodes' caches")
+	fs.StringVar(&c.work, "work", "/var/tmp/basin-sharedtier", "work directory: the nodes' caches, and the servers' data (each in a tmpfs mounted there for the run)")
 	fs.StringVar(&c.out, "out", "bench/results", "directory of the report")
 	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
 	fs.BoolVar(&c.quick, "quick", false, "reduced data sets (make bench-quick)")

@@ -34,7 +34,7 @@ func (rp *report) write() (string, error) {
 	p := rp.cfg.proxy
 	fmt.Fprintf(&b, "# Shared cache tier: three nodes, one data set\n\n")
 	fmt.Fprintf(&b, "`%s`, %s, %d cores, %s. Origin: MinIO behind the WAN emulator (TTFB %v, %d MB/s per connection, %d MB/s in all); "+
-		"tier: a second MinIO on loopback, no emulator. Each node is a `csi-driver mount --shared-cache URL` with its own empty cache, "+
+		"tier: a second MinIO on loopback, no emulator; both servers keep their data in a tmpfs. Each node is a `csi-driver mount --shared-cache URL` with its own empty cache, "+
 		"page cache dropped; `notier` is the same mount without `--shared-cache` (every node today). "+
 		"Origin GETs and bytes are counted by the emulator; tier figures are the mount's `basin_cache_tier_*` metrics "+
 		"(lookups = hits + misses; stored = tier objects uploaded, each one PUT, after the epoch's uploads drained).\n\n",

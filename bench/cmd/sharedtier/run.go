@@ -11,6 +11,7 @@ import (
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
 	"github.com/basin-csi/basin/pkg/objstore"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -24,6 +25,7 @@ type rig struct {
 	proxy        *wanproxy.Proxy
 	env          sut.Env
 	tierURL      string
+	unmounts     []func()
 }
 
 func run(ctx context.Context, args []string) error {
@@ -83,12 +85,21 @@ func run(ctx context.Context, args []string) error {
 // written, and an empty tier on loopback.
 func startRig(ctx context.Context, cfg config, bin string) (*rig, error) {
 	r := &rig{}
-	var err error
-	if r.origin, err = servers.StartMinIO(ctx, bin, filepath.Join(cfg.work, "origin")); err != nil {
-		return nil, err
+	// Both servers keep their data in a tmpfs: dropping the page cache
+	// before an epoch empties the nodes' caches, not the servers' (a
+	// remote bucket's or a tier server's disks are not this machine's).
+	room := cfg.small.TotalBytes() + cfg.ckpt.TotalBytes() + 1<<30
+	originDir, tierDir := filepath.Join(cfg.work, "origin"), filepath.Join(cfg.work, "tier")
+	for _, d := range []string{originDir, tierDir} {
+		unmount, err := mountTmpfs(d, room)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.unmounts = append(r.unmounts, unmount)
 	}
-	tierDir := filepath.Join(cfg.work, "tier")
-	if err := os.RemoveAll(tierDir); err != nil {
+	var err error
+	if r.origin, err = servers.StartMinIO(ctx, bin, originDir); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -156,4 +167,18 @@ func (r *rig) close() {
 	if r.origin != nil {
 		r.origin.Stop()
 	}
+	for _, u := range r.unmounts {
+		u()
+	}
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at dir.
+func mountTmpfs(dir string, size int64) (unmount func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		return nil, fmt.Errorf("tmpfs for a server's data at %s: %w", dir, err)
+	}
+	return func() { _ = unix.Unmount(dir, 0) }, nil
 }

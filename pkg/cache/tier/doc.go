@@ -16,6 +16,9 @@
 //     short or long body, a missing object, an error or a timeout is a
 //     miss, never an error to the reader and never wrong bytes. Each kind
 //     is counted (Stats).
+//   - After Options.ColdAfter lookups in a row found nothing, Get looks
+//     up one run in Options.Sample and misses the others at once, until a
+//     lookup hits: the first reader of a data set pays few lookups.
 //   - Every request has its own timeout (Options.OpTimeout, PutTimeout)
 //     and no retry.
 //     After Options.Trip errors in a row the tier is skipped for

@@ -128,3 +128,31 @@ func TestTripSkipsTheTier(t *testing.T) {
 		t.Errorf("after the pause: %+v; want one more request", s)
 	}
 }
+
+func TestColdTierSamplesLookups(t *testing.T) {
+	tr := New(objstoretest.NewFake(), Options{ColdAfter: 4, Sample: 8})
+	defer tr.Close()
+	buf := make([]byte, 64<<10)
+	for b := range 4 + 16 { // 4 real misses, then one lookup in 8
+		tr.Get(context.Background(), blockID("k", b%16), [][]byte{buf})
+	}
+	if s := tr.Stats(); s.Misses != 20 || s.ColdSkips != 14 {
+		t.Fatalf("stats %+v; want 20 misses, 14 of them without a lookup", s)
+	}
+	// Another node fills the tier: the next sampled lookup hits, and
+	// every lookup is made again.
+	fillBlock(tr, blockID("k", 15))
+	waitFor(t, "the upload", func() bool { return tr.Stats().QueueDepth == 0 })
+	hits := 0
+	for range 8 {
+		if _, ok := tr.Get(context.Background(), blockID("k", 15), [][]byte{buf}); ok {
+			hits++
+		}
+	}
+	if hits != 1 {
+		t.Fatalf("%d hits among 8 cold lookups of a stored run; want the sampled one", hits)
+	}
+	if _, ok := tr.Get(context.Background(), blockID("k", 15), [][]byte{buf}); !ok {
+		t.Error("after a hit, lookups are still sampled")
+	}
+}

@@ -32,6 +32,11 @@ type Options struct {
 	// and 5 s).
 	Trip  int
 	Pause time.Duration
+	// ColdAfter misses in a row (no object, default 64) make Get look up
+	// only one run in Sample (default 16) until a lookup hits: the first
+	// node to read a data set does not pay a tier lookup per block, and
+	// finds the tier again as soon as another node filled it.
+	ColdAfter, Sample int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -45,6 +50,8 @@ const (
 	DefaultUploaders  = 8
 	DefaultTrip       = 3
 	DefaultPause      = 5 * time.Second
+	DefaultColdAfter  = 64
+	DefaultSample     = 16
 )
 
 func (o Options) withDefaults() Options {
@@ -69,6 +76,12 @@ func (o Options) withDefaults() Options {
 	if o.Pause <= 0 {
 		o.Pause = DefaultPause
 	}
+	if o.ColdAfter <= 0 {
+		o.ColdAfter = DefaultColdAfter
+	}
+	if o.Sample <= 0 {
+		o.Sample = DefaultSample
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -80,6 +93,7 @@ type Stats struct {
 	Hits, Misses, HitBytes int64 // Gets that returned blocks, Gets that did not, bytes returned
 	Errors                 int64 // requests that failed (a miss for the reader) or were skipped while degraded
 	Corrupt                int64 // objects that failed their identity or checksum check
+	ColdSkips              int64 // lookups left out (counted as misses) while the tier was cold for this volume
 	Filled, FilledBytes    int64 // runs (and their bytes) stored in the tier
 	FillExisting           int64 // fills another node had stored first
 	FillDropped            int64 // runs not stored: the queue was full, the tier degraded, the local bytes gone
@@ -105,9 +119,12 @@ type Tier struct {
 	// streak is the number of failed requests in a row; skipUntil (Unix
 	// nanoseconds) the end of the pause it tripped.
 	streak, skipUntil atomic.Int64
+	// absent counts lookups in a row that found no object; past
+	// ColdAfter, sample picks the lookups that are made.
+	absent, sample atomic.Int64
 
-	hits, misses, hitBytes, errs, corrupt atomic.Int64
-	filled, filledBytes, existing, drop   atomic.Int64
+	hits, misses, hitBytes, errs, corrupt, cold atomic.Int64
+	filled, filledBytes, existing, drop         atomic.Int64
 }
 
 // New returns a Tier over store (the tier bucket, under its prefix) and
@@ -142,7 +159,7 @@ func (t *Tier) Close() {
 func (t *Tier) Stats() Stats {
 	return Stats{
 		Hits: t.hits.Load(), Misses: t.misses.Load(), HitBytes: t.hitBytes.Load(),
-		Errors: t.errs.Load(), Corrupt: t.corrupt.Load(),
+		Errors: t.errs.Load(), Corrupt: t.corrupt.Load(), ColdSkips: t.cold.Load(),
 		Filled: t.filled.Load(), FilledBytes: t.filledBytes.Load(),
 		FillExisting: t.existing.Load(), FillDropped: t.drop.Load(),
 		QueueDepth: t.queueLen.Load(), QueueBytes: t.queueBytes.Load(),
@@ -176,6 +193,11 @@ func (t *Tier) Get(ctx context.Context, id Identity, bufs [][]byte) (crcs []uint
 		t.misses.Add(1)
 		return nil, false
 	}
+	if t.absent.Load() >= int64(t.opts.ColdAfter) && t.sample.Add(1)%int64(t.opts.Sample) != 0 {
+		t.cold.Add(1)
+		t.misses.Add(1)
+		return nil, false
+	}
 	select {
 	case t.gets <- struct{}{}:
 	case <-ctx.Done():
@@ -190,11 +212,13 @@ func (t *Tier) Get(ctx context.Context, id Identity, bufs [][]byte) (crcs []uint
 	switch {
 	case err == nil:
 		t.succeeded()
+		t.absent.Store(0)
 		t.hits.Add(1)
 		t.hitBytes.Add(id.Len())
 		return crcs, true
 	case errors.Is(err, objstore.ErrNotFound):
 		t.succeeded()
+		t.absent.Add(1)
 	case errors.Is(err, errCorrupt):
 		t.succeeded()
 		t.corrupt.Add(1)
