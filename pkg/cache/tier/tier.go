@@ -25,7 +25,7 @@ type Options struct {
 	// MaxQueue bounds the runs queued for upload (default 4096; a queued
 	// run is a reference to the cache's data file, not its bytes);
 	// Uploaders is how many upload at once, each holding one run's bytes
-	// (default 8).
+	// (default 2).
 	MaxQueue  int
 	Uploaders int
 	// Trip errors in a row make the tier skipped for Pause (defaults 3
@@ -47,7 +47,7 @@ const (
 	DefaultPutTimeout = 15 * time.Second
 	DefaultMaxGets    = 32
 	DefaultMaxQueue   = 4096
-	DefaultUploaders  = 8
+	DefaultUploaders  = 2
 	DefaultTrip       = 3
 	DefaultPause      = 5 * time.Second
 	DefaultColdAfter  = 64
