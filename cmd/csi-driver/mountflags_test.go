@@ -172,3 +172,29 @@ func TestSpecFileRefusesSettingsFlags(t *testing.T) {
 		t.Errorf("parseMountArgs = %+v, %v", c.Spec, err)
 	}
 }
+
+// TestSharedCacheFlagAndCredentials: --shared-cache names the tier; its
+// keys come from the environment, never from a flag, and go together.
+func TestSharedCacheFlagAndCredentials(t *testing.T) {
+	mnt := t.TempDir()
+	args := []string{"--shared-cache", "http://127.0.0.1:9100/tier/team", "s3://b", mnt}
+	t.Setenv(envSharedCacheKeyID, "TIERKEY")
+	t.Setenv(envSharedCacheSecret, "tier-secret")
+	c, err := parseMountArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, prefix, ok := c.Spec.SharedCacheConfig()
+	if !ok || cfg.Bucket != "tier" || prefix != "team/" || c.SharedCacheCredentials.AccessKeyID != "TIERKEY" ||
+		c.SharedCacheCredentials.SecretAccessKey != "tier-secret" || !c.Credentials.IsZero() {
+		t.Errorf("tier %+v %q %v, credentials %v", cfg, prefix, ok, c.SharedCacheCredentials)
+	}
+	t.Setenv(envSharedCacheSecret, "")
+	if _, err := parseMountArgs(args); err == nil || !strings.Contains(err.Error(), envSharedCacheSecret) {
+		t.Errorf("half a key pair: %v; want an error naming %s", err, envSharedCacheSecret)
+	}
+	t.Setenv(envSharedCacheKeyID, "")
+	if _, err := parseMountArgs([]string{"--shared-cache", "tier:9100", "s3://b", mnt}); err == nil || !strings.Contains(err.Error(), "sharedCache") {
+		t.Errorf("bad --shared-cache: %v; want an error naming the setting", err)
+	}
+}
