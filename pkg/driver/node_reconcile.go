@@ -149,12 +149,18 @@ func (n *Node) restage(ctx context.Context, v nodestate.Volume) error {
 	if err != nil {
 		return err
 	}
+	tierCreds, err := n.state.LoadCredentials(sharedCacheCredentialsID(v.ID))
+	if err != nil {
+		return err
+	}
 	mode := csi.VolumeCapability_AccessMode_Mode(csi.VolumeCapability_AccessMode_Mode_value[v.AccessMode])
 	spec, err := mountSpec(attrs, readerMode(mode), v.MountFlags, v.MountGroup)
 	if err != nil {
 		return err
 	}
-	return n.mounter.Stage(ctx, n.mountRequest(v.ID, v.StagingPath, spec, creds))
+	req := n.mountRequest(v.ID, v.StagingPath, spec, creds)
+	req.SharedCacheCredentials = tierCreds
+	return n.mounter.Stage(ctx, req)
 }
 
 // gone reports whether path no longer exists. A mount point is not gone,

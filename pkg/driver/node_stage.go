@@ -98,6 +98,9 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := n.state.SaveCredentials(id, mreq.Credentials); err != nil {
 		return err
 	}
+	if err := n.state.SaveCredentials(sharedCacheCredentialsID(id), mreq.SharedCacheCredentials); err != nil {
+		return err
+	}
 	err = n.state.Update(id, func(v nodestate.Volume, ok bool) (nodestate.Volume, bool, error) {
 		v.StagingPath, v.Context, v.AccessMode = staging, context, mode.String()
 		v.MountFlags, v.MountGroup, v.MountRecorded = flags, group, recorded
@@ -136,13 +139,20 @@ func stageError(err error) error {
 	return err
 }
 
+// sharedCacheCredentialsID is the name the node state keeps a volume's
+// shared cache tier credentials under, beside the store's (the volume ID
+// itself): a NUL never occurs in a volume ID.
+func sharedCacheCredentialsID(id string) string { return id + "\x00sharedCache" }
+
 // forget drops a volume's record and credentials.
 func (n *Node) forget(id string) {
 	if err := n.state.Update(id, func(v nodestate.Volume, _ bool) (nodestate.Volume, bool, error) { return v, false, nil }); err != nil {
 		klog.ErrorS(err, "dropping a volume from the node state", "volume", id)
 	}
-	if err := n.state.DeleteCredentials(id); err != nil {
-		klog.ErrorS(err, "deleting a volume's credentials", "volume", id)
+	for _, cid := range []string{id, sharedCacheCredentialsID(id)} {
+		if err := n.state.DeleteCredentials(cid); err != nil {
+			klog.ErrorS(err, "deleting a volume's credentials", "volume", id)
+		}
 	}
 	n.forgetRotation(id)
 }
