@@ -50,7 +50,8 @@ go build -o "$WORK/bin/csi-driver" ./cmd/csi-driver \
   || warn "cmd/csi-driver does not build; Basin will be n/a"
 go build -o "$WORK/bin/basin-bench" ./bench/cmd/basin-bench
 
-go build -o "$WORK/bin/sharedtier" ./bench/cmd/sharedtier
+go build -o "$WORK/bin/sharedtier" ./bench/cmd/sharedtier \
+  || { warn "bench/cmd/sharedtier does not build; the shared-tier scenario is left out"; BENCH_SHAREDTIER=skip; }
 
 if [[ ${BENCH_SHAREDTIER:-} != only ]]; then
 "$WORK/bin/basin-bench" -work "$WORK" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
@@ -63,7 +64,8 @@ if [[ ${BENCH_SHAREDTIER:-} != skip ]]; then
   quick=()
   for a in "$@"; do [[ $a == --quick || $a == -quick ]] && quick=(-quick); done
   "$WORK/bin/sharedtier" -work "$WORK/sharedtier" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
-    -command "bench/run.sh${*:+ $*} (sharedtier)" "${quick[@]}"
+    -command "bench/run.sh${*:+ $*} (sharedtier)" "${quick[@]}" \
+    || warn "the shared-tier scenario failed (see above)"
 fi
 [[ ${BENCH_SHAREDTIER:-} != only ]] || exit 0
 
