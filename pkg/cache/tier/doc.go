@@ -22,7 +22,7 @@
 //   - Every request has its own timeout (Options.OpTimeout, PutTimeout)
 //     and no retry.
 //     After Options.Trip errors in a row the tier is skipped for
-//     Options.Pause (Get misses at once, StartFill refuses), then tried
+//     Options.Pause (Get misses at once, Offer refuses), then tried
 //     again; Stats.Degraded says so (fail-open: the origin serves).
 //   - Filling (fill.go) never blocks the caller: Offer queues a reference
 //     to a run (how to read its bytes from the cache's data file, and its
