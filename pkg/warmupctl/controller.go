@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -333,7 +334,19 @@ func (r *Reconciler) choose(ctx context.Context, w *basinv1.Warmup) ([]string, e
 	for _, vc := range caches.Items {
 		c.Cached[vc.Spec.NodeName] = vc.Status.CachedBytes
 	}
-	if name := w.Spec.Nodes.JobName; name != "" {
+	spec := w.Spec.Nodes
+	if w.Spec.Target == basinv1.WarmupTargetShared {
+		var v corev1.PersistentVolume
+		if err := r.reader.Get(ctx, client.ObjectKey{Name: pv}, &v); err != nil {
+			return nil, err
+		}
+		if v.Spec.CSI.VolumeAttributes[basinv1.SharedCacheAttribute] == "" {
+			return nil, fmt.Errorf("%w: target %s: volume %s has no %s attribute (no shared cache tier to load)",
+				errNotReady, basinv1.WarmupTargetShared, pv, basinv1.SharedCacheAttribute)
+		}
+		spec.Count = ptr.To[int32](1) // one node reads it once into the tier
+	}
+	if name := spec.JobName; name != "" {
 		var job batchv1.Job
 		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: name}, &job); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -343,7 +356,7 @@ func (r *Reconciler) choose(ctx context.Context, w *basinv1.Warmup) ([]string, e
 		}
 		c.Job = &job
 	}
-	return chooseNodes(w.Spec.Nodes, c)
+	return chooseNodes(spec, c)
 }
 
 // errNotReady: the claim cannot be loaded yet (unbound) or at all (not a

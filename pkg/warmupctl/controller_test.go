@@ -222,3 +222,35 @@ func TestReconcileSchedule(t *testing.T) {
 		t.Errorf("next %v, requeue %v", w.Status.NextScheduleTime, res)
 	}
 }
+
+// TestReconcileTargetShared: a Warmup with target shared loads the
+// volume's shared cache tier through one node, and waits (no pod) while
+// the volume has no sharedCache attribute.
+func TestReconcileTargetShared(t *testing.T) {
+	f := newFixture(t, func(w *basinv1.Warmup) {
+		w.Spec.Target, w.Spec.Nodes.Count = basinv1.WarmupTargetShared, nil // every node, were it not shared
+	})
+	f.reconcile()
+	f.reconcile()
+	if n := len(f.pods()); n != 0 {
+		t.Fatalf("%d pods for a volume without a shared cache tier, want 0", n)
+	}
+	c := meta.FindStatusCondition(f.warmup().Status.Conditions, basinv1.ConditionComplete)
+	if c == nil || c.Reason != "Waiting" || !strings.Contains(c.Message, basinv1.SharedCacheAttribute) {
+		t.Errorf("condition %+v; want Waiting, naming %s", c, basinv1.SharedCacheAttribute)
+	}
+
+	var pv corev1.PersistentVolume
+	if err := f.c.Get(t.Context(), client.ObjectKey{Name: "pv1"}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	pv.Spec.CSI.VolumeAttributes = map[string]string{basinv1.SharedCacheAttribute: "http://tier:9000/basin-tier"}
+	if err := f.c.Update(t.Context(), &pv); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile()
+	pods := f.pods()
+	if len(pods) != 1 || pods[0].Annotations[annotationNode] != "n2" {
+		t.Fatalf("pods %d (on %v); want one, on the warm node n2", len(pods), pods)
+	}
+}

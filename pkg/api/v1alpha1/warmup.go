@@ -48,6 +48,14 @@ type WarmupSpec struct {
 	Threads int32 `json:"threads,omitempty"`
 	// Nodes chooses the nodes to load.
 	Nodes WarmupNodes `json:"nodes"`
+	// Target is where the data is loaded: "node" (the default: the
+	// chosen nodes' caches) or "shared" (the volume's shared cache tier,
+	// its sharedCache attribute: one node, the first Nodes chooses, reads
+	// the data once through its mount, which stores what it fetches in
+	// the tier for every node).
+	// +kubebuilder:validation:Enum=node;shared
+	// +optional
+	Target string `json:"target,omitempty"`
 	// Schedule runs the warmup again on a cron schedule (five fields, for
 	// example "0 2 * * *"), in the controller's time zone (UTC).
 	// +optional
@@ -82,6 +90,17 @@ type WarmupNodes struct {
 	// +optional
 	JobName string `json:"jobName,omitempty"`
 }
+
+// Values of WarmupSpec.Target.
+const (
+	WarmupTargetNode   = "node"
+	WarmupTargetShared = "shared"
+)
+
+// SharedCacheAttribute is the volume attribute naming a volume's shared
+// cache tier (pkg/mountspec KeySharedCache), which a Warmup with target
+// shared requires.
+const SharedCacheAttribute = "sharedCache"
 
 // Warmup phases.
 const (
