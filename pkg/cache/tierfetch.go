@@ -43,7 +43,7 @@ func (c *Cache) fetchTier(o *object, j job) job {
 	for len(j.flights) > 0 {
 		b, f := j.b0, j.flights[0]
 		buf, bp := c.blockBuf(o, b)
-		crcs, ok := c.opts.Tier.Get(c.ctx, c.tierID(o, b, 1), [][]byte{buf})
+		crcs, stale, ok := c.opts.Tier.Get(c.ctx, c.tierID(o, b, 1), [][]byte{buf})
 		if !ok {
 			c.putBuf(o, bp)
 			return j
@@ -54,6 +54,9 @@ func (c *Cache) fetchTier(o *object, j job) job {
 			o.addPin() // the write's own; the last one takes the job's
 		}
 		c.storeBlock(o, b, f, buf, crcs[0])
+		if stale {
+			c.sendTier(o, b, 1, crcs, true)
+		}
 	}
 	return j
 }
@@ -77,9 +80,12 @@ func (c *Cache) fetchTierWhole(o *object, j job) job {
 		}
 		bufs[i], bps[i] = buf, bp
 	}
-	crcs, ok := c.opts.Tier.Get(c.ctx, c.tierID(o, 0, o.nblocks), bufs)
+	crcs, stale, ok := c.opts.Tier.Get(c.ctx, c.tierID(o, 0, o.nblocks), bufs)
 	if !ok {
 		return j
+	}
+	if stale {
+		defer c.sendTier(o, 0, o.nblocks, crcs, true) // after the blocks are stored
 	}
 	for i, f := range j.flights {
 		f.publish(bufs[i], bps[i])
@@ -122,8 +128,16 @@ func (c *Cache) offerTier(o *object, b int, crc uint32) {
 	if o.small && !o.tierOffered.CompareAndSwap(false, true) {
 		return
 	}
+	c.sendTier(o, first, n, crcs, false)
+}
+
+// sendTier queues the upload of o's blocks [first, first+n) (crcs their
+// CRC32Cs), read back from the data file when an uploader takes them: an
+// offer of blocks fetched from the bucket, or (refresh) a tier object a
+// hit found stale, stored again to renew its age.
+func (c *Cache) sendTier(o *object, first, n int, crcs []uint32, refresh bool) {
 	path, off := o.path, int64(first)*o.bs
-	c.opts.Tier.Offer(c.tierID(o, first, n), crcs, func(buf []byte) error {
+	read := func(buf []byte) error {
 		f, err := os.Open(path)
 		if err != nil {
 			return err
@@ -131,5 +145,10 @@ func (c *Cache) offerTier(o *object, b int, crc uint32) {
 		defer func() { _ = f.Close() }()
 		_, err = f.ReadAt(buf, off)
 		return err
-	})
+	}
+	if refresh {
+		c.opts.Tier.Refresh(c.tierID(o, first, n), crcs, read)
+		return
+	}
+	c.opts.Tier.Offer(c.tierID(o, first, n), crcs, read)
 }

@@ -20,12 +20,13 @@ var (
 	descTierDropped   = desc("basin_cache_tier_fill_dropped_total", "Blocks not stored in the tier: the fill queue was full or the tier degraded.")
 	descTierQueue     = desc("basin_cache_tier_fill_queue", "Tier uploads queued or under way.")
 	descTierQueueB    = desc("basin_cache_tier_fill_queue_bytes", "Bytes of the tier uploads queued or under way.")
+	descTierRefreshed = desc("basin_cache_tier_refreshed_total", "Tier objects stored again because a hit found them older than a day (their last-modified time follows their use, for the bucket's expiration rule).")
 	descTierCold      = desc("basin_cache_tier_cold_skips_total", "Tier lookups left out (counted as misses) while every recent lookup found nothing: the volume reads a data set no node stored yet.")
 	descTierDegraded  = desc("basin_cache_tier_degraded", "1 while the shared cache tier fails (its last request failed, or it is skipped after errors in a row): reads go to the bucket.")
 )
 
 var tierDescs = []*prometheus.Desc{descTierHits, descTierMisses, descTierHitBytes, descTierErrors, descTierCorrupt,
-	descTierFilled, descTierFillBytes, descTierExisting, descTierDropped, descTierQueue, descTierQueueB, descTierDegraded, descTierCold}
+	descTierFilled, descTierFillBytes, descTierExisting, descTierDropped, descTierQueue, descTierQueueB, descTierDegraded, descTierCold, descTierRefreshed}
 
 // collectTier sends the tier's metrics.
 func collectTier(ch chan<- prometheus.Metric, s tier.Stats) {
@@ -41,6 +42,7 @@ func collectTier(ch chan<- prometheus.Metric, s tier.Stats) {
 	counter(descTierErrors, s.Errors)
 	counter(descTierCorrupt, s.Corrupt)
 	counter(descTierCold, s.ColdSkips)
+	counter(descTierRefreshed, s.Refreshed)
 	counter(descTierFilled, s.Filled)
 	counter(descTierFillBytes, s.FilledBytes)
 	counter(descTierExisting, s.FillExisting)

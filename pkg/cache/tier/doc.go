@@ -31,6 +31,10 @@
 //     one run, check its CRC32Cs and PUT it: the bytes in memory are
 //     bounded by Uploaders runs. Uploads are conditional (IfAbsent): a
 //     block two nodes fill at once is stored once.
+//   - A hit on an object stored more than Options.RefreshAfter ago is
+//     reported stale; the caller stores it again (Refresh, an
+//     unconditional PUT), so that last-modified times follow use and a
+//     bucket expiration rule evicts the least recently used.
 //   - The tier never learns credentials of the origin and hands out
 //     blocks only for the Identity its caller asks for: the caller (the
 //     cache) builds it from an ObjectInfo of the origin read with the

@@ -15,9 +15,10 @@ import (
 // and how to read its bytes when an uploader gets to it (from the cache's
 // data file), so that a queued run holds no memory.
 type offer struct {
-	id   Identity
-	crcs []uint32
-	read func(buf []byte) error
+	id      Identity
+	crcs    []uint32
+	read    func(buf []byte) error
+	refresh bool // store it even if the key exists (Refresh)
 }
 
 // Offer queues the upload of the run id names. read fills a buffer of
@@ -26,6 +27,17 @@ type offer struct {
 // uploaded. Offer never waits: it returns false (counted as dropped) when
 // the queue is full, the tier is skipped or closed.
 func (t *Tier) Offer(id Identity, crcs []uint32, read func(buf []byte) error) bool {
+	return t.enqueue(&offer{id: id, crcs: crcs, read: read})
+}
+
+// Refresh is Offer for a run the tier holds, found stale by Get: it is
+// stored again, unconditionally, which renews its last-modified time.
+func (t *Tier) Refresh(id Identity, crcs []uint32, read func(buf []byte) error) bool {
+	return t.enqueue(&offer{id: id, crcs: crcs, read: read, refresh: true})
+}
+
+func (t *Tier) enqueue(o *offer) bool {
+	id, crcs := o.id, o.crcs
 	if !id.valid() || len(crcs) != id.Blocks || !t.usable() || t.ctx.Err() != nil {
 		t.drop.Add(1)
 		return false
@@ -33,7 +45,7 @@ func (t *Tier) Offer(id Identity, crcs []uint32, read func(buf []byte) error) bo
 	t.queueLen.Add(1)
 	t.queueBytes.Add(id.Len())
 	select {
-	case t.queue <- &offer{id: id, crcs: crcs, read: read}:
+	case t.queue <- o:
 		return true
 	default:
 		t.done(id)
@@ -95,9 +107,12 @@ func (t *Tier) put(o *offer) {
 	defer cancel()
 	size := int64(len(h)) + int64(len(buf))
 	body := io.MultiReader(bytes.NewReader(h), bytes.NewReader(buf))
-	_, err = t.store.Put(ctx, o.id.ObjectKey(), body, objstore.PutOptions{Size: size, IfAbsent: true,
+	_, err = t.store.Put(ctx, o.id.ObjectKey(), body, objstore.PutOptions{Size: size, IfAbsent: !o.refresh,
 		ContentType: "application/octet-stream"})
 	switch {
+	case err == nil && o.refresh:
+		t.succeeded()
+		t.refreshed.Add(1)
 	case err == nil:
 		t.succeeded()
 		t.filled.Add(1)

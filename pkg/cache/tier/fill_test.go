@@ -92,7 +92,7 @@ func TestFillIsBoundedAndNeverWaits(t *testing.T) {
 	// What was stored reads back.
 	id = blockID("k", 1)
 	buf := make([]byte, id.Len())
-	if _, ok := tr.Get(context.Background(), id, [][]byte{buf}); !ok {
+	if _, _, ok := tr.Get(context.Background(), id, [][]byte{buf}); !ok {
 		t.Error("a filled block is a miss")
 	}
 }
@@ -111,7 +111,7 @@ func TestTripSkipsTheTier(t *testing.T) {
 	id := blockID("k", 0)
 	buf := make([]byte, id.Len())
 	for range 5 {
-		if _, ok := tr.Get(context.Background(), id, [][]byte{buf}); ok {
+		if _, _, ok := tr.Get(context.Background(), id, [][]byte{buf}); ok {
 			t.Fatal("hit from a failing store")
 		}
 	}
@@ -145,14 +145,51 @@ func TestColdTierSamplesLookups(t *testing.T) {
 	waitFor(t, "the upload", func() bool { return tr.Stats().QueueDepth == 0 })
 	hits := 0
 	for range 8 {
-		if _, ok := tr.Get(context.Background(), blockID("k", 15), [][]byte{buf}); ok {
+		if _, _, ok := tr.Get(context.Background(), blockID("k", 15), [][]byte{buf}); ok {
 			hits++
 		}
 	}
 	if hits != 1 {
 		t.Fatalf("%d hits among 8 cold lookups of a stored run; want the sampled one", hits)
 	}
-	if _, ok := tr.Get(context.Background(), blockID("k", 15), [][]byte{buf}); !ok {
+	if _, _, ok := tr.Get(context.Background(), blockID("k", 15), [][]byte{buf}); !ok {
 		t.Error("after a hit, lookups are still sampled")
+	}
+}
+
+// TestStaleHitIsRefreshed: a hit on an object stored longer than
+// RefreshAfter ago says so, and Refresh stores it again even though the
+// key exists, renewing its last-modified time.
+func TestStaleHitIsRefreshed(t *testing.T) {
+	fake := objstoretest.NewFake()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	tr := New(fake, Options{RefreshAfter: time.Hour, Now: clock})
+	defer tr.Close()
+	id := blockID("k", 3)
+	fillBlock(tr, id)
+	waitFor(t, "the upload", func() bool { return tr.Stats().QueueDepth == 0 })
+	buf := make([]byte, id.Len())
+	if crcs, stale, ok := tr.Get(context.Background(), id, [][]byte{buf}); !ok || stale || len(crcs) != 1 {
+		t.Fatalf("fresh hit: ok %v stale %v", ok, stale)
+	}
+	before, err := fake.Stat(context.Background(), id.ObjectKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour)
+	crcs, stale, ok := tr.Get(context.Background(), id, [][]byte{buf})
+	if !ok || !stale {
+		t.Fatalf("hit two hours later: ok %v stale %v; want a stale hit", ok, stale)
+	}
+	time.Sleep(10 * time.Millisecond) // a later last-modified time than the first upload's
+	tr.Refresh(id, crcs, func(b []byte) error { copy(b, buf); return nil })
+	waitFor(t, "the refresh", func() bool { return tr.Stats().QueueDepth == 0 })
+	after, err := fake.Stat(context.Background(), id.ObjectKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tr.Stats(); s.Refreshed != 1 || s.FillExisting != 0 || !after.ModTime.After(before.ModTime) {
+		t.Errorf("stats %+v, modified %v then %v; want one refresh that renewed the time", s, before.ModTime, after.ModTime)
 	}
 }

@@ -32,6 +32,11 @@ type Options struct {
 	// and 5 s).
 	Trip  int
 	Pause time.Duration
+	// RefreshAfter: a hit on a tier object last stored longer ago asks
+	// the caller to store it again (Refresh), so that its last-modified
+	// time follows its use and a bucket lifecycle rule expiring objects
+	// some days after it removes those nobody read since (default 24 h).
+	RefreshAfter time.Duration
 	// ColdAfter misses in a row (no object, default 64) make Get look up
 	// only one run in Sample (default 16) until a lookup hits: the first
 	// node to read a data set does not pay a tier lookup per block, and
@@ -43,15 +48,16 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultOpTimeout  = 2 * time.Second
-	DefaultPutTimeout = 15 * time.Second
-	DefaultMaxGets    = 32
-	DefaultMaxQueue   = 4096
-	DefaultUploaders  = 2
-	DefaultTrip       = 3
-	DefaultPause      = 5 * time.Second
-	DefaultColdAfter  = 64
-	DefaultSample     = 16
+	DefaultOpTimeout    = 2 * time.Second
+	DefaultPutTimeout   = 15 * time.Second
+	DefaultMaxGets      = 32
+	DefaultMaxQueue     = 4096
+	DefaultUploaders    = 2
+	DefaultTrip         = 3
+	DefaultPause        = 5 * time.Second
+	DefaultColdAfter    = 64
+	DefaultRefreshAfter = 24 * time.Hour
+	DefaultSample       = 16
 )
 
 func (o Options) withDefaults() Options {
@@ -76,6 +82,9 @@ func (o Options) withDefaults() Options {
 	if o.Pause <= 0 {
 		o.Pause = DefaultPause
 	}
+	if o.RefreshAfter <= 0 {
+		o.RefreshAfter = DefaultRefreshAfter
+	}
 	if o.ColdAfter <= 0 {
 		o.ColdAfter = DefaultColdAfter
 	}
@@ -96,6 +105,7 @@ type Stats struct {
 	ColdSkips              int64 // lookups left out (counted as misses) while the tier was cold for this volume
 	Filled, FilledBytes    int64 // runs (and their bytes) stored in the tier
 	FillExisting           int64 // fills another node had stored first
+	Refreshed              int64 // runs stored again because a hit found them older than RefreshAfter
 	FillDropped            int64 // runs not stored: the queue was full, the tier degraded, the local bytes gone
 	QueueDepth, QueueBytes int64 // runs queued or uploading, and their bytes (in the data files while queued)
 	Degraded               bool  // the last request failed, or the tier is skipped
@@ -125,6 +135,7 @@ type Tier struct {
 
 	hits, misses, hitBytes, errs, corrupt, cold atomic.Int64
 	filled, filledBytes, existing, drop         atomic.Int64
+	refreshed                                   atomic.Int64
 }
 
 // New returns a Tier over store (the tier bucket, under its prefix) and
@@ -161,7 +172,7 @@ func (t *Tier) Stats() Stats {
 		Hits: t.hits.Load(), Misses: t.misses.Load(), HitBytes: t.hitBytes.Load(),
 		Errors: t.errs.Load(), Corrupt: t.corrupt.Load(), ColdSkips: t.cold.Load(),
 		Filled: t.filled.Load(), FilledBytes: t.filledBytes.Load(),
-		FillExisting: t.existing.Load(), FillDropped: t.drop.Load(),
+		FillExisting: t.existing.Load(), FillDropped: t.drop.Load(), Refreshed: t.refreshed.Load(),
 		QueueDepth: t.queueLen.Load(), QueueBytes: t.queueBytes.Load(),
 		Degraded: t.streak.Load() > 0,
 	}
@@ -187,35 +198,37 @@ func (t *Tier) failed(what string, err error) {
 
 // Get reads the run id names into bufs (one buffer per block, each of the
 // block's length) and returns the blocks' CRC32Cs, or ok false on a miss
-// of any kind, with bufs' content undefined. It returns within OpTimeout.
-func (t *Tier) Get(ctx context.Context, id Identity, bufs [][]byte) (crcs []uint32, ok bool) {
+// of any kind, with bufs' content undefined. stale says the tier object
+// was stored longer than RefreshAfter ago: the caller should Refresh it.
+// It returns within OpTimeout.
+func (t *Tier) Get(ctx context.Context, id Identity, bufs [][]byte) (crcs []uint32, stale, ok bool) {
 	if !id.valid() || !t.usable() {
 		t.misses.Add(1)
-		return nil, false
+		return nil, false, false
 	}
 	if t.absent.Load() >= int64(t.opts.ColdAfter) && t.sample.Add(1)%int64(t.opts.Sample) != 0 {
 		t.cold.Add(1)
 		t.misses.Add(1)
-		return nil, false
+		return nil, false, false
 	}
 	select {
 	case t.gets <- struct{}{}:
 	case <-ctx.Done():
 		t.misses.Add(1)
-		return nil, false
+		return nil, false, false
 	}
 	defer func() { <-t.gets }()
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, t.opts.OpTimeout)
 	defer cancel()
-	crcs, err := t.get(ctx, id, bufs)
+	crcs, stored, err := t.get(ctx, id, bufs)
 	switch {
 	case err == nil:
 		t.succeeded()
 		t.absent.Store(0)
 		t.hits.Add(1)
 		t.hitBytes.Add(id.Len())
-		return crcs, true
+		return crcs, !stored.IsZero() && t.opts.Now().Sub(stored) > t.opts.RefreshAfter, true
 	case errors.Is(err, objstore.ErrNotFound):
 		t.succeeded()
 		t.absent.Add(1)
@@ -230,18 +243,18 @@ func (t *Tier) Get(ctx context.Context, id Identity, bufs [][]byte) (crcs []uint
 		t.failed("get", err)
 	}
 	t.misses.Add(1)
-	return nil, false
+	return nil, false, false
 }
 
-func (t *Tier) get(ctx context.Context, id Identity, bufs [][]byte) ([]uint32, error) {
-	rc, _, err := t.store.Read(ctx, id.ObjectKey(), objstore.ReadOptions{Length: -1})
+func (t *Tier) get(ctx context.Context, id Identity, bufs [][]byte) ([]uint32, time.Time, error) {
+	rc, info, err := t.store.Read(ctx, id.ObjectKey(), objstore.ReadOptions{Length: -1})
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	defer func() { _ = rc.Close() }()
 	crcs, err := decode(rc, id, bufs)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("tier: read %s: %w", id.ObjectKey(), ctx.Err())
+		return nil, time.Time{}, fmt.Errorf("tier: read %s: %w", id.ObjectKey(), ctx.Err())
 	}
-	return crcs, err
+	return crcs, info.ModTime, err
 }
