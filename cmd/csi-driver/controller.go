@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -56,6 +57,8 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Orchestrator.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
 		"the controller's own `namespace` (leader election, webhook secret); default $POD_NAMESPACE")
 	fs.BoolVar(&c.Orchestrator.LeaderElection, "leader-elect", true, "with --orchestrate, run the reconcilers on one replica at a time")
+	fs.BoolFunc("placement-webhook", "with --orchestrate, serve the cache-aware placement webhook (`true|false`, default true)", offFlag("placement-webhook", &c.Orchestrator.Off.Placement))
+	fs.BoolFunc("warmup-controller", "with --orchestrate, run the Warmup controller (`true|false`, default true)", offFlag("warmup-controller", &c.Orchestrator.Off.Warmup))
 	fs.StringVar(&c.Orchestrator.Image, "warmup-image", os.Getenv("POD_IMAGE"),
 		"`image` of the Warmup controller's pods (default $POD_IMAGE: the controller's own image)")
 	klog.InitFlags(fs)
@@ -66,6 +69,19 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// offFlag parses the value of a component's on/off flag into *off
+// (true when the component is turned off).
+func offFlag(name string, off *bool) func(string) error {
+	return func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("--%s: %q is not true or false", name, v)
+		}
+		*off = !on
+		return nil
+	}
 }
 
 // parseControllerArgs parses the flags into a controllerConfig.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/pkg/driver"
+	"github.com/basin-csi/basin/pkg/orchestrator"
 )
 
 func TestParseControllerArgs(t *testing.T) {
@@ -29,10 +30,24 @@ func TestParseControllerArgs(t *testing.T) {
 	if c.Driver.Endpoint != "unix:///run/x.sock" || c.Driver.NodeID != "n1" || !c.Controller.RequireSecret {
 		t.Errorf("flags not applied: %+v", c)
 	}
+	if c.Orchestrator.Off != (orchestrator.Components{}) {
+		t.Errorf("components off by default: %+v", c.Orchestrator.Off)
+	}
+	c, err = parseControllerArgs([]string{"--orchestrate", "--namespace=ns", "--placement-webhook=false", "--warmup-controller=false"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Orchestrator.Off.Placement || !c.Orchestrator.Off.Warmup {
+		t.Errorf("--placement-webhook=false --warmup-controller=false: off = %+v", c.Orchestrator.Off)
+	}
+	c, err = parseControllerArgs([]string{"--orchestrate", "--namespace=ns", "--warmup-controller=false", "--warmup-controller"}, io.Discard)
+	if err != nil || c.Orchestrator.Off.Warmup {
+		t.Errorf("--warmup-controller after =false: off = %+v, err %v", c.Orchestrator.Off, err)
+	}
 	if _, err := parseControllerArgs([]string{"--help"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: %v", err)
 	}
-	for _, bad := range [][]string{{"--no-such-flag"}, {"positional"}} {
+	for _, bad := range [][]string{{"--no-such-flag"}, {"positional"}, {"--placement-webhook=maybe"}} {
 		if _, err := parseControllerArgs(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

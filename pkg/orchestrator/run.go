@@ -39,6 +39,18 @@ type Config struct {
 	// Metrics receives the components' own metrics (controller-runtime's
 	// reconcile metrics are in its registry, served beside).
 	Metrics prometheus.Registerer
+	// Off names the components not to run; the zero value runs them all.
+	Off Components
+}
+
+// Components names the optional components of the orchestrator. The
+// VolumeCache clean-up always runs: it only deletes objects that no node
+// plugin refreshes any more.
+type Components struct {
+	// Placement is the cache-aware placement webhook (pkg/placement).
+	Placement bool
+	// Warmup is the Warmup controller (pkg/warmupctl).
+	Warmup bool
 }
 
 // NewScheme returns a scheme with the built-in types and Basin's.
@@ -82,17 +94,21 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config) error {
 	return mgr.Start(ctx)
 }
 
-// setup registers every component with mgr.
+// setup registers every component with mgr, but those cfg.Off names.
 func setup(ctx context.Context, mgr manager.Manager, cfg Config) error {
-	if err := placement.Setup(ctx, mgr, placement.Config{Namespace: cfg.Namespace, DriverName: cfg.DriverName, Metrics: cfg.Metrics}); err != nil {
-		return err
+	if !cfg.Off.Placement {
+		if err := placement.Setup(ctx, mgr, placement.Config{Namespace: cfg.Namespace, DriverName: cfg.DriverName, Metrics: cfg.Metrics}); err != nil {
+			return err
+		}
 	}
 	if err := cachestatus.SetupCleanup(mgr, cachestatus.CleanupOptions{Metrics: cfg.Metrics}); err != nil {
 		return err
 	}
-	if err := warmupctl.Setup(mgr, warmupctl.Options{DriverName: cfg.DriverName, Image: cfg.Image,
-		PodNamespace: cfg.Namespace, PodName: cfg.PodName, Metrics: cfg.Metrics}); err != nil {
-		return err
+	if !cfg.Off.Warmup {
+		if err := warmupctl.Setup(mgr, warmupctl.Options{DriverName: cfg.DriverName, Image: cfg.Image,
+			PodNamespace: cfg.Namespace, PodName: cfg.PodName, Metrics: cfg.Metrics}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
