@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates what is generated from pkg/api: the deep-copy functions
 # (zz_generated.deepcopy.go) and the CustomResourceDefinitions in
-# deploy/kubernetes/crds. `make generate`; commit the result.
+# deploy/kubernetes/crds, copied as they are into the Helm chart's crds/
+# (deploy/helm/basin/crds). `make generate`; commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The version hack/install-tools.sh pins (and installs for the tests).
@@ -15,3 +16,5 @@ if [ -z "${CONTROLLER_GEN:-}" ]; then
 fi
 $CONTROLLER_GEN object paths=./pkg/api/...
 $CONTROLLER_GEN crd:crdVersions=v1 paths=./pkg/api/... output:crd:dir=deploy/kubernetes/crds
+rm -f deploy/helm/basin/crds/*.yaml
+cp deploy/kubernetes/crds/*.yaml deploy/helm/basin/crds/

@@ -34,6 +34,11 @@ const repoRoot = "../.."
 // manifestDirs are the directories whose YAML files are manifests.
 var manifestDirs = []string{"deploy", "examples"}
 
+// chartsDir holds the Helm charts: their templates are not manifests
+// until rendered (tests/helm renders and checks them; their crds/ are
+// copies of deploy/kubernetes/crds, generated_test.go).
+const chartsDir = "deploy/helm"
+
 // kustomizationFile is the name of kustomize's configuration, which is not
 // a Kubernetes object.
 const kustomizationFile = "kustomization.yaml"
@@ -103,12 +108,15 @@ func isEmpty(raw []byte) (bool, error) {
 }
 
 // yamlFiles lists the YAML files under dir (relative to the repository
-// root), kustomizations excluded.
+// root), kustomizations and charts excluded.
 func yamlFiles(dir string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && p == filepath.Join(repoRoot, chartsDir) {
+			return filepath.SkipDir
 		}
 		ext := filepath.Ext(p)
 		if d.IsDir() || (ext != ".yaml" && ext != ".yml") || d.Name() == kustomizationFile {
