@@ -4,7 +4,7 @@
 #   - apt packages: fuse3, fio, rclone, s3fs, python3-torch and python3-torchvision (bench scenarios);
 #   - Go-built servers and tools, pinned, into $BASIN_TOOLS_DIR/bin
 #     (default ~/.cache/basin-tools/bin): MinIO, fake-gcs-server,
-#     csi-sanity, golangci-lint and controller-gen.
+#     csi-sanity, golangci-lint, controller-gen and helm.
 # What is installed already (a Go tool at its pinned version) is left alone,
 # so a second run costs about a second. A missing install step fails the
 # script: the tests would otherwise skip (or, under CI=true, fail) later.
@@ -19,6 +19,16 @@ CSI_SANITY=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0
 GOLANGCI_LINT=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 # make generate, and the test that the generated files are current.
 CONTROLLER_GEN=sigs.k8s.io/controller-tools/cmd/controller-gen@v0.21.0
+# The chart's tests (tests/manifests: lint, template) and the cluster
+# suite's helm install; built from the module proxy, never part of go.mod.
+# The link flags are those of Helm's own release builds: the version it
+# reports, and the Kubernetes version (its client-go's, 1.37) that
+# `helm template` and `helm lint` assume without a cluster.
+HELM=helm.sh/helm/v3/cmd/helm@v3.22.0
+HELM_LDFLAGS="-X helm.sh/helm/v3/internal/version.version=v3.22.0 -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for p in pkg/chartutil pkg/lint/rules; do
+  HELM_LDFLAGS+=" -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=37"
+done
 
 TOOLS_DIR=${BASIN_TOOLS_DIR:-$HOME/.cache/basin-tools}
 export GOBIN=$TOOLS_DIR/bin
@@ -55,19 +65,24 @@ apt_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 
-# go_tool NAME MODULE/PATH@VERSION: go install unless $GOBIN/NAME was
-# built from that module version (go version -m tells).
+# go_tool NAME MODULE/PATH@VERSION [LDFLAGS]: go install (with those link
+# flags) unless $GOBIN/NAME was built from that module version with them
+# (go version -m tells).
 go_tool() {
-  local name=$1 pkg=$2 version=${2##*@} have=""
+  local name=$1 pkg=$2 version=${2##*@} ldflags=${3:-} have="" info
   if [ -x "$GOBIN/$name" ]; then
-    have=$(go version -m "$GOBIN/$name" 2>/dev/null | awk '$1 == "mod" {print $3; exit}')
+    info=$(go version -m "$GOBIN/$name" 2>/dev/null || true)
+    have=$(awk '$1 == "mod" {print $3; exit}' <<<"$info")
+    if [ -n "$ldflags" ] && ! grep -qF -- "-ldflags=\"$ldflags\"" <<<"$info"; then
+      have="$have, other link flags"
+    fi
   fi
   if [ "$have" = "$version" ]; then
     return 0
   fi
   log "building $name $version${have:+ (have $have)}"
   local start=$SECONDS
-  go install "$pkg"
+  go install ${ldflags:+-ldflags="$ldflags"} "$pkg"
   log "built $name in $((SECONDS - start))s"
 }
 
@@ -81,5 +96,6 @@ go_tool golangci-lint "$GOLANGCI_LINT"
 go_tool fake-gcs-server "$FAKE_GCS"
 go_tool csi-sanity "$CSI_SANITY"
 go_tool controller-gen "$CONTROLLER_GEN"
+go_tool helm "$HELM" "$HELM_LDFLAGS"
 wait "$minio"
 log "tools ready in $GOBIN ($((SECONDS - start))s)"
