@@ -92,9 +92,10 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	}
 }
 
-// TestKustomizeBuild renders the kustomization with kubectl (kustomize is
+// kustomizeBuild renders the kustomization with kubectl (kustomize is
 // built in) and decodes the result strictly.
-func TestKustomizeBuild(t *testing.T) {
+func kustomizeBuild(t *testing.T) []document {
+	t.Helper()
 	kubectl := testserver.RequireBinary(t, "kubectl", "the Kubernetes client, which renders the kustomization")
 	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, deployDir)).Output()
 	if err != nil {
@@ -108,8 +109,13 @@ func TestKustomizeBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return docs
+}
+
+// TestKustomizeBuild renders the kustomization and checks the kinds.
+func TestKustomizeBuild(t *testing.T) {
 	kinds := map[string]int{}
-	for _, d := range docs {
+	for _, d := range kustomizeBuild(t) {
 		kinds[fmt.Sprintf("%T", d.obj)]++
 	}
 	for want, n := range map[string]int{"*v1.CSIDriver": 1, "*v1.Deployment": 1, "*v1.DaemonSet": 2, "*v1.ClusterRole": 3, "*v1.CustomResourceDefinition": 2,
@@ -220,10 +226,22 @@ func TestFDHolder(t *testing.T) {
 
 // TestNodePlugin checks what the node plugin cannot work without.
 func TestNodePlugin(t *testing.T) {
-	ds := daemonSet(t, "basin-node")
+	for _, err := range checkNodePlugin(daemonSet(t, "basin-node"), defaultKubeletDir) {
+		t.Error(err)
+	}
+}
+
+// defaultKubeletDir is kubelet's root directory in deploy/kubernetes.
+const defaultKubeletDir = "/var/lib/kubelet"
+
+// checkNodePlugin checks the node plugin's DaemonSet for a kubelet whose
+// root directory is kubeletDir.
+func checkNodePlugin(ds *appsv1.DaemonSet, kubeletDir string) []error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	spec := ds.Spec.Template.Spec
 	if spec.HostNetwork {
-		t.Error("hostNetwork must be false")
+		fail("hostNetwork must be false")
 	}
 	hostPaths := map[string]string{}
 	for _, v := range spec.Volumes {
@@ -237,42 +255,36 @@ func TestNodePlugin(t *testing.T) {
 	}
 	plugin, ok := byName["csi-driver"]
 	if !ok || len(plugin.Args) == 0 || plugin.Args[0] != "node" {
-		t.Fatalf("no csi-driver container running `node` (args %v)", plugin.Args)
+		return append(errs, fmt.Errorf("no csi-driver container running `node` (args %v)", plugin.Args))
 	}
 	if plugin.SecurityContext == nil || plugin.SecurityContext.Privileged == nil || !*plugin.SecurityContext.Privileged {
-		t.Error("csi-driver node must be privileged")
+		fail("csi-driver node must be privileged")
 	}
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range plugin.VolumeMounts {
 		mounts[hostPaths[m.Name]] = m
 	}
-	if m, ok := mounts["/var/lib/kubelet"]; !ok || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional {
-		t.Error("csi-driver node must mount hostPath /var/lib/kubelet with Bidirectional propagation")
+	// kubelet names staging and target paths as they are on the host: the
+	// plugin must see its root directory at the same path.
+	if m, ok := mounts[kubeletDir]; !ok || m.MountPath != kubeletDir || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional {
+		fail("csi-driver node must mount hostPath %s at the same path with Bidirectional propagation", kubeletDir)
 	}
 	if _, ok := mounts["/dev/fuse"]; !ok {
-		t.Error("csi-driver node must mount hostPath /dev/fuse")
+		fail("csi-driver node must mount hostPath /dev/fuse")
 	}
 	if _, ok := mounts["/var/lib/basin"]; !ok {
-		t.Error("csi-driver node must mount hostPath /var/lib/basin (cache root and state file)")
+		fail("csi-driver node must mount hostPath /var/lib/basin (cache root and state file)")
 	}
 	for _, want := range []string{"--cache-root=/var/lib/basin/cache", "--state-file=/var/lib/basin/node-state.json", "--node-id=$(NODE_NAME)"} {
 		if !slices.Contains(plugin.Args, want) {
-			t.Errorf("csi-driver node args %v lack %s", plugin.Args, want)
+			fail("csi-driver node args %v lack %s", plugin.Args, want)
 		}
 	}
 
 	// The plugin registers itself with kubelet: it must announce the
 	// socket where its socket directory really is on the host, from
 	// kubelet's plugin registry directory.
-	var regPath, regDir string
-	for _, a := range plugin.Args {
-		if p, ok := strings.CutPrefix(a, "--kubelet-registration-path="); ok {
-			regPath = p
-		}
-		if p, ok := strings.CutPrefix(a, "--registration-dir="); ok {
-			regDir = p
-		}
-	}
+	regPath, regDir := flagValue(plugin.Args, "kubelet-registration-path"), flagValue(plugin.Args, "registration-dir")
 	var socketDir, registryDir string
 	for _, m := range plugin.VolumeMounts {
 		switch m.MountPath {
@@ -282,16 +294,17 @@ func TestNodePlugin(t *testing.T) {
 			registryDir = hostPaths[m.Name]
 		}
 	}
-	if regPath == "" || path.Dir(regPath) != socketDir || path.Base(socketDir) != driverName {
-		t.Errorf("registration path %q does not match the socket directory %q (/var/lib/kubelet/plugins/%s)", regPath, socketDir, driverName)
+	if wantSocketDir := path.Join(kubeletDir, "plugins", driverName); regPath == "" || path.Dir(regPath) != socketDir || socketDir != wantSocketDir {
+		fail("registration path %q does not match the socket directory %q (%s)", regPath, socketDir, wantSocketDir)
 	}
-	if regDir == "" || registryDir != "/var/lib/kubelet/plugins_registry" {
-		t.Errorf("--registration-dir %q is not hostPath /var/lib/kubelet/plugins_registry (got %q)", regDir, registryDir)
+	if wantRegistry := path.Join(kubeletDir, "plugins_registry"); regDir == "" || registryDir != wantRegistry {
+		fail("--registration-dir %q is not hostPath %s (got %q)", regDir, wantRegistry, registryDir)
 	}
 	if !slices.Contains(plugin.Args, "--health-address=:9808") || plugin.LivenessProbe == nil {
-		t.Error("csi-driver node must serve /healthz on :9808 with a liveness probe on it")
+		fail("csi-driver node must serve /healthz on :9808 with a liveness probe on it")
 	}
 	if len(spec.Containers) != 1 {
-		t.Errorf("node plugin has %d containers; its sidecars' jobs are in-process", len(spec.Containers))
+		fail("node plugin has %d containers; its sidecars' jobs are in-process", len(spec.Containers))
 	}
+	return errs
 }

@@ -9,4 +9,12 @@
 // mountPropagation: HostToContainer, the kustomization must list exactly
 // the files next to it, and docs/kubernetes.md must document every
 // attribute and secret key with the parser's defaults.
+//
+// The Helm chart (deploy/helm/basin) is rendered with the pinned helm
+// (hack/install-tools.sh): it lints clean in strict mode, with its default
+// values it renders the kustomization's objects field for field, its
+// schema refuses mistyped values naming them, and its values (kubeletDir,
+// per-component placement, the toggles, StorageClasses, metrics) reach the
+// objects they belong to. The Grafana dashboard (deploy/grafana) queries
+// only metrics the binaries register.
 package manifests
