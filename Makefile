@@ -70,28 +70,32 @@ image:
 		--entrypoint /usr/local/bin/csi-driver
 
 ## k8s-up: a Kubernetes cluster of NODES nodes (default 3: one control plane and kubelets node1..nodeN,
-## each with its own containerd, network and mount namespace, and kube-proxy) with Basin applied from
-## deploy/kubernetes, left running; `. /var/lib/basin-k8s/env`, then `kubectl get nodes`.
+## each with its own containerd, network and mount namespace, and kube-proxy) with Basin installed by
+## `helm install` (deploy/helm/basin), left running; `. /var/lib/basin-k8s/env`, then `kubectl get nodes`.
+## K8S_KUBELET_DIR moves kubelet's root directory (default /var/lib/kubelet; the chart's kubeletDir follows).
 K8S_IMAGE_TAG ?= e2e-$(VERSION)
 NODES ?= 3
+K8S_KUBELET_DIR ?=
 k8s-up:
 	./hack/k8s/apt.sh
 	$(MAKE) image VERSION=$(K8S_IMAGE_TAG)
-	NODES=$(NODES) BASIN_IMAGE=$(IMAGE):$(K8S_IMAGE_TAG) BASIN_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) ./hack/k8s/cluster.sh up
+	NODES=$(NODES) BASIN_K8S_KUBELET_DIR=$(K8S_KUBELET_DIR) BASIN_IMAGE=$(IMAGE):$(K8S_IMAGE_TAG) BASIN_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) ./hack/k8s/cluster.sh up
 
 k8s-down:
 	./hack/k8s/cluster.sh down
 
-## k8s-e2e: k8s-up, every cluster scenario with real pods (the test binary runs in the control plane's
-## network namespace), then k8s-down (also on failure or interrupt; the cluster's logs stay in
-## _output/k8s-logs).
+## k8s-e2e: k8s-up with kubelet's root moved to K8S_E2E_KUBELET_DIR (so every scenario runs on the
+## chart's non-default kubeletDir), every cluster scenario with real pods (the test binary runs in the
+## control plane's network namespace), then k8s-down (also on failure or interrupt; the cluster's logs
+## stay in _output/k8s-logs).
+K8S_E2E_KUBELET_DIR ?= /var/lib/basin-e2e-kubelet
 K8S_TEST := _output/k8s-e2e.test
 k8s-e2e:
 	@rm -f _output/k8s-e2e-summary.txt; mkdir -p _output; \
 	trap '$(CURDIR)/hack/k8s/cluster.sh down' INT TERM; \
 	$(GO) test -c -tags k8se2e -o $(K8S_TEST) ./tests/k8s/ & build=$$!; \
 	status=1; \
-	$(MAKE) k8s-up; up=$$?; wait $$build; built=$$?; \
+	$(MAKE) k8s-up K8S_KUBELET_DIR=$(K8S_E2E_KUBELET_DIR); up=$$?; wait $$build; built=$$?; \
 	if [ $$up -eq 0 ] && [ $$built -eq 0 ]; then \
 		(cd tests/k8s && BASIN_K8S_SUMMARY=$(CURDIR)/_output/k8s-e2e-summary.txt \
 			exec ../../hack/k8s/cluster.sh exec $(CURDIR)/$(K8S_TEST) -test.count=1 -test.timeout=40m -test.v) 2>&1 | grep --line-buffered -v '^[IWE][0-9]'; \

@@ -4,8 +4,9 @@
 #
 #   hack/k8s/cluster.sh up            start the control plane, NODES nodes
 #                                     (default 3), MinIO and fake-gcs-server;
-#                                     import the images; apply
-#                                     deploy/kubernetes through the test overlay
+#                                     import the images; install Basin
+#                                     with `helm install` (deploy/helm/basin
+#                                     and tests/k8s/values.yaml)
 #   hack/k8s/cluster.sh down          stop everything and remove what `up`
 #                                     left: processes, mounts, namespaces,
 #                                     the bridge, cgroups, files
@@ -173,6 +174,8 @@ export BASIN_K8S_MINIO_SECRET_KEY=$secret
 export BASIN_K8S_GCS_ENDPOINT=http://$CP_IP:$GCS_PORT
 export BASIN_K8S_IMAGE=$BASIN_IMAGE
 export BASIN_K8S_CONTAINERD=$(node_sock node1)
+export BASIN_K8S_KUBELET_DIR=$KUBELET_DIR
+export BASIN_K8S_HELM=$TOOLS/bin/helm
 ENV
   umask 022
   wait_for minio 60 in_ns "$CP_NS" curl -sf "http://127.0.0.1:$MINIO_PORT/minio/health/live"
@@ -190,19 +193,23 @@ SH
   chmod 755 "$RUN/bin/kubectl"
 }
 
-# The overlay a cluster test may apply: image names, pull policy,
-# endpoints. Nothing else.
-overlay() {
-  local o=$RUN/overlay
-  mkdir -p "$o"
+# helm_basin ARGS...: helm on the cluster (in the control plane's
+# namespace, where the API server is).
+helm_basin() { in_ns "$CP_NS" "$TOOLS/bin/helm" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
+
+# The values a cluster test installs with: tests/k8s/values.yaml (pull
+# policies: the images were imported into every node), the image's name
+# and tag, and the cluster's kubelet root. Everything else is the chart's
+# defaults, as users install it.
+install_values() {
   local name=${BASIN_IMAGE%:*} tag=${BASIN_IMAGE##*:}
-  cp -r "$repo/tests/k8s/overlay/." "$o/"
-  ln -sfn "$repo/deploy/kubernetes" "$o/base"
-  cat >>"$o/kustomization.yaml" <<YAML
-images:
-  - name: ghcr.io/basin-csi/basin
-    newName: $name
-    newTag: "$tag"
+  cp "$repo/tests/k8s/values.yaml" "$RUN/values.yaml"
+  cat >>"$RUN/values.yaml" <<YAML
+image:
+  repository: $name
+  tag: "$tag"
+  pullPolicy: Never
+kubeletDir: $KUBELET_DIR
 YAML
 }
 
@@ -214,8 +221,10 @@ nodes_ready() {
 }
 
 deploy() {
-  overlay
-  kctl apply -k "$RUN/overlay" >"$RUN/logs/apply.log"
+  [ -x "$TOOLS/bin/helm" ] || die "no helm in $TOOLS/bin (hack/install-tools.sh)"
+  install_values
+  helm_basin install basin "$repo/deploy/helm/basin" -n basin-system --create-namespace \
+    -f "$RUN/values.yaml" >"$RUN/logs/helm-install.log"
   # The holder's updateStrategy is OnDelete: rollout status refuses it.
   wait_for "basin-fdholder ready on $NODES nodes" 180 \
     bash -c "[ \"\$($(enter_ns "$CP_NS") '$KB/kubectl' --kubeconfig '$RUN/admin.kubeconfig' -n basin-system get ds basin-fdholder -o jsonpath='{.status.numberReady}')\" = $NODES ]"
@@ -263,7 +272,7 @@ up() {
   for n in "${pids[@]}"; do wait "$n" || die "a node did not start (logs: $RUN/logs)"; done
   wait_for "$NODES nodes Ready" 120 nodes_ready
   log "nodes Ready after $((SECONDS - t0))s"
-  log "Basin (kubectl apply -k)"; deploy
+  log "Basin (helm install, kubelet root $KUBELET_DIR)"; deploy
   log "ready after $((SECONDS - t0))s: . $RUN/env, then kubectl (runs in the control plane's namespace)"
 }
 

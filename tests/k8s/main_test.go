@@ -32,6 +32,10 @@ type cluster struct {
 	AccessKey, SecretKey                string
 	// GCSEndpoint is fake-gcs-server, the same for the tests and the pods.
 	GCSEndpoint string
+	// KubeletDir is the kubelets' root directory (the chart's kubeletDir).
+	KubeletDir string
+	// Helm is the helm binary that installed Basin (release basin).
+	Helm string
 }
 
 // scenarios counts the scenarios run and failed, for the summary line.
@@ -117,10 +121,10 @@ func loadCluster() (cluster, error) {
 		Nodes: strings.Fields(kv["BASIN_K8S_NODES"]), State: kv["BASIN_K8S_STATE"], ControlPlaneIP: kv["BASIN_K8S_CP_IP"],
 		MinIOEndpoint: kv["BASIN_K8S_MINIO_ENDPOINT"], MinIOClusterEndpoint: kv["BASIN_K8S_MINIO_CLUSTER_ENDPOINT"],
 		AccessKey: kv["BASIN_K8S_MINIO_ACCESS_KEY"], SecretKey: kv["BASIN_K8S_MINIO_SECRET_KEY"],
-		GCSEndpoint: kv["BASIN_K8S_GCS_ENDPOINT"],
+		GCSEndpoint: kv["BASIN_K8S_GCS_ENDPOINT"], KubeletDir: kv["BASIN_K8S_KUBELET_DIR"], Helm: kv["BASIN_K8S_HELM"],
 	}
 	if c.Kubeconfig == "" || c.Bin == "" || c.MinIOEndpoint == "" || c.MinIOClusterEndpoint == "" || len(c.Nodes) == 0 ||
-		c.State == "" || c.ControlPlaneIP == "" {
+		c.State == "" || c.ControlPlaneIP == "" || c.KubeletDir == "" || c.Helm == "" {
 		return cluster{}, fmt.Errorf("%s/env is incomplete (a cluster of an older hack/k8s/cluster.sh?)", dir)
 	}
 	return c, sc.Err()

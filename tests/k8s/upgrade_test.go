@@ -19,9 +19,7 @@ func TestNodePluginUpgrade(t *testing.T) {
 	staticVolume(t, ns, "e2e-upgrade", "e2e-upgrade-vol", "e2e-upgrade", "", "ReadOnlyMany", nil)
 	// The reader keeps reading until told to stop: each MiB of the big
 	// file after a pause, and every small file again and again.
-	script := "CHUNKS=64 PAUSE=1000000\n" + strings.Replace(slowReader,
-		`( for f in /data/small/*; do sha256sum "$f"; usleep $PAUSE; done ) | sha256sum | cut -d' ' -f1 > /tmp/small &`,
-		`( while [ ! -e /tmp/stop ]; do s=$( (for f in /data/small/*; do sha256sum "$f"; done) | sha256sum | cut -d' ' -f1); echo $s > /tmp/small; [ -z "$first" ] && first=$s; [ "$s" = "$first" ] || { echo "small files changed"; exit 1; }; usleep 100000; done ) &`, 1)
+	script := loopingReader()
 	runPod(t, ns, pod{Name: "reader", Claim: "e2e-upgrade", Script: script, ReadOnly: true})
 	waitLog(t, ns, "reader", "STARTED", 2*time.Minute)
 

@@ -9,7 +9,7 @@
 #
 # A node is an anchor process (sleep) in the node's network namespace and
 # in a mount namespace of its own (a slave of the host's), where per-node
-# directories are bound over /var/lib/kubelet (made rshared, for
+# directories are bound over kubelet's root $KUBELET_DIR (made rshared, for
 # Bidirectional propagation), /var/lib/basin (Basin's caches, node state
 # and descriptor holder socket), /var/lib/cni, /var/log/pods,
 # /var/log/containers and /run/containerd (where containerd's shims put
@@ -23,8 +23,13 @@
 KUBELET_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 
+# kubelet's root directory on every node (--root-dir): /var/lib/kubelet
+# unless BASIN_K8S_KUBELET_DIR says otherwise (make k8s-e2e moves it, so
+# that the chart's kubeletDir is tried end to end).
+KUBELET_DIR=${BASIN_K8S_KUBELET_DIR:-/var/lib/kubelet}
+
 # The host paths every node binds a directory of its own over.
-NODE_PATHS=(/var/lib/kubelet /var/lib/basin /var/lib/cni /var/log/pods /var/log/containers /run/containerd)
+NODE_PATHS=("$KUBELET_DIR" /var/lib/basin /var/lib/cni /var/log/pods /var/log/containers /run/containerd)
 
 node_names() { local i; for ((i = 1; i <= NODES; i++)); do echo "node$i"; done; }
 node_index() { echo "${1#node}"; }
@@ -104,13 +109,13 @@ anchor_up() {
   # shellcheck disable=SC2016
   start "$n-anchor" nsenter --net="/run/netns/$(node_ns "$n")" -- unshare --mount --propagation slave -- /bin/sh -c '
     set -e
-    root=$1; shift
+    root=$1 kubelet_dir=$2; shift 2
     for p in "$@"; do mount --bind "$root$p" "$p"; done
-    mount --make-rshared /var/lib/kubelet
+    mount --make-rshared "$kubelet_dir"
     mount -t tmpfs -o mode=0755,size=16m basin-k8s-netns /run/netns
     mount --make-shared /run/netns
     touch "$root/anchored"
-    exec sleep infinity' anchor "$d/root" "${NODE_PATHS[@]}"
+    exec sleep infinity' anchor "$d/root" "$KUBELET_DIR" "${NODE_PATHS[@]}"
   wait_for "$n's mount namespace" 10 test -e "$d/root/anchored"
 }
 
@@ -229,7 +234,7 @@ kubelet_start() {
   local n=$1
   start "$n-kubelet" $(enter_node "$n") "$KB/kubelet" --config="$(node_dir "$n")/kubelet.yaml" \
     --kubeconfig="$RUN/kubelet-$n.kubeconfig" --hostname-override="$n" --node-ip="$(node_ip "$n")" \
-    --root-dir=/var/lib/kubelet --v=2
+    --root-dir="$KUBELET_DIR" --v=2
 }
 
 # kube_proxy_up NAME IP ENTER...: kube-proxy in the namespace ENTER (a
