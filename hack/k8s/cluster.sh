@@ -195,7 +195,10 @@ SH
 
 # helm_basin ARGS...: helm on the cluster (in the control plane's
 # namespace, where the API server is).
-helm_basin() { in_ns "$CP_NS" "$TOOLS/bin/helm" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
+helm_basin() {
+  in_ns "$CP_NS" env HELM_CONFIG_HOME="$RUN/helm-home" HELM_CACHE_HOME="$RUN/helm-home" HELM_DATA_HOME="$RUN/helm-home" \
+    "$TOOLS/bin/helm" --kubeconfig "$RUN/admin.kubeconfig" "$@"
+}
 
 # The values a cluster test installs with: tests/k8s/values.yaml (pull
 # policies: the images were imported into every node), the image's name

@@ -89,6 +89,12 @@ func TestHelmUninstall(t *testing.T) {
 		}
 	})
 
+	// As documented: the workloads using Basin go first, while the driver
+	// runs (the earlier scenarios' namespaces are deleted; kubelet
+	// unstages their volumes).
+	for _, n := range env.Nodes {
+		waitFor(t, "no volume staged on "+n, 2*time.Minute, func() bool { return len(basinMounts(t, n)) == 0 })
+	}
 	t.Log(strings.TrimSpace(helm(t, "uninstall", release, "-n", releaseNamespace, "--wait", "--timeout", "5m")))
 	waitFor(t, "Basin's pods gone", 3*time.Minute, func() bool {
 		out, err := kubectlErr("-n", releaseNamespace, "get", "pods", "-l", "app.kubernetes.io/part-of=basin", "-o", "name")
@@ -108,19 +114,25 @@ func TestHelmUninstall(t *testing.T) {
 			t.Errorf("CRD %s is gone; Helm keeps the CRDs of crds/: %v", crd, err)
 		}
 	}
-	// Basin mounts under kubelet's directory only (staging and pod
-	// paths); the node's mount namespace also sees the host's mounts.
 	for _, n := range env.Nodes {
-		var fuse []string
-		for _, line := range strings.Split(nodeExec(t, n, "cat", "/proc/self/mountinfo"), "\n") {
-			if f := strings.Fields(line); len(f) >= 10 && slicesContainsFuse(f) && strings.HasPrefix(f[4], env.KubeletDir+"/") {
-				fuse = append(fuse, f[4])
-			}
-		}
-		if len(fuse) > 0 {
-			t.Errorf("FUSE mounts left under %s on %s after helm uninstall: %q", env.KubeletDir, n, fuse)
+		if m := basinMounts(t, n); len(m) > 0 {
+			t.Errorf("FUSE mounts left under %s on %s after helm uninstall: %q", env.KubeletDir, n, m)
 		}
 	}
 	t.Logf("%d objects of the release gone, CRDs kept", len(objs))
 	reinstall()
+}
+
+// basinMounts lists the FUSE mounts under kubelet's directory on node:
+// Basin's staging and pod mounts (the node's mount namespace also sees the
+// host's mounts, elsewhere).
+func basinMounts(t *testing.T, node string) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(nodeExec(t, node, "cat", "/proc/self/mountinfo"), "\n") {
+		if f := strings.Fields(line); len(f) >= 10 && slicesContainsFuse(f) && strings.HasPrefix(f[4], env.KubeletDir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
