@@ -104,6 +104,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	if err := metrics.RegisterSources(proc, metrics.Sources{
+		// Tiered: a volume with a shared cache tier exports its families too.
 		Cache: func() cache.Stats { return cache.Stats{Tiered: true} }, Pinned: func() int64 { return 0 }, FS: func() fuse.Stats { return fuse.Stats{} },
 	}); err != nil {
 		t.Fatal(err)
