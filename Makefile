@@ -8,7 +8,7 @@ TOOLS_DIR ?= $(or $(BASIN_TOOLS_DIR),$(HOME)/.cache/basin-tools)
 export BASIN_TOOLS_DIR := $(TOOLS_DIR)
 export PATH := $(TOOLS_DIR)/bin:$(PATH)
 
-.PHONY: build demo test tools lint vet sanity e2e chaos bench bench-quick image generate k8s-e2e k8s-up k8s-down clean
+.PHONY: build demo test tools lint vet sanity e2e chaos soak bench bench-quick image generate k8s-e2e k8s-up k8s-down clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/csi-driver
@@ -45,6 +45,12 @@ e2e: tools
 ## idle FUSE-kill summary.
 chaos: tools
 	GO=$(GO) ./hack/chaos.sh
+
+## soak: readers, writers and listers on three volumes (real node plugin, MinIO, FUSE) for DURATION
+## (default 5m) under overlapping seeded faults (SOAK_SEED, printed; replays a run); the last line is
+## the verdict with its figures and the directory of its report (and, on failure, its evidence).
+soak: tools
+	GO=$(GO) DURATION=$(DURATION) SOAK_SEED=$(SOAK_SEED) ./hack/soak.sh
 
 bench: build
 	./bench/run.sh

@@ -36,6 +36,14 @@ func ReapProcsUnder(ctx context.Context, root string) error {
 	return reap(ctx, "", func(dir string) bool { return strings.HasPrefix(dir, root) })
 }
 
+// ProcsUnder lists the FUSE processes (serving or standby) whose cache
+// directory is under root: what ReapProcsUnder would stop (a soak's
+// fault injector and leak count).
+func ProcsUnder(root string) ([]int, error) {
+	root = filepath.Clean(root) + string(filepath.Separator)
+	return procsServing(func(dir string) bool { return strings.HasPrefix(dir, root) })
+}
+
 // reap kills the FUSE processes whose cache directory matches and waits
 // until they are gone.
 func reap(ctx context.Context, volumeID string, match func(cacheDir string) bool) error {

@@ -25,9 +25,9 @@ const (
 // burners are the running CPU burners.
 type burners []*exec.Cmd
 
-// startBurners starts the number of burners $BASIN_CHAOS_LOAD asks for
+// startLoad starts the number of burners $BASIN_CHAOS_LOAD asks for
 // ("nproc": one per CPU).
-func startBurners() (burners, error) {
+func startLoad() (burners, error) {
 	v := os.Getenv(loadEnv)
 	if v == "" || v == "0" {
 		return nil, nil
@@ -39,6 +39,11 @@ func startBurners() (burners, error) {
 	if err != nil || n < 0 {
 		return nil, fmt.Errorf("%s=%q: want a count or nproc", loadEnv, v)
 	}
+	return startBurners(n)
+}
+
+// startBurners starts n burners (the soak's CPU fault: one per core).
+func startBurners(n int) (burners, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

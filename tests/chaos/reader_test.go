@@ -31,6 +31,12 @@ type readerSpec struct {
 	Files   map[string]string `json:"files"` // name → sha256 hex
 	Threads int               `json:"threads"`
 	Once    string            `json:"once"` // open this file, wait for a line on stdin, read it, report
+	// Listers list each directory of Files in a loop; a listing missing
+	// a name of Files is an error.
+	Listers int `json:"listers"`
+	// Summary: report workerStats lines (every few seconds and at the
+	// end) instead of every operation (a soak's hour of reads).
+	Summary bool `json:"summary"`
 }
 
 // opRecord is one read operation of a loop reader.
@@ -97,20 +103,34 @@ func readLoop(spec readerSpec) int {
 	stop := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stop) }()
 	var (
-		mu  sync.Mutex
-		rep readerReport
-		wg  sync.WaitGroup
+		mu    sync.Mutex
+		rep   readerReport
+		wg    sync.WaitGroup
+		stats = newStatsPrinter(spec.Summary)
 	)
 	record := func(start time.Time, err error, n int64) {
-		mu.Lock()
-		defer mu.Unlock()
 		op := opRecord{Start: start.UnixNano(), End: time.Now().UnixNano()}
 		if err != nil {
 			op.Err = err.Error()
+		}
+		if stats != nil {
+			stats.add("read", op, n)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 		rep.Ops = append(rep.Ops, op)
 		rep.Bytes += n
+	}
+	for range spec.Listers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			listLoop(spec, stop, stats)
+		}()
 	}
 	for th := range spec.Threads {
 		wg.Add(1)
@@ -138,6 +158,10 @@ func readLoop(spec readerSpec) int {
 		}()
 	}
 	wg.Wait()
+	if stats != nil {
+		stats.final()
+		return 0
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 		return 1
 	}

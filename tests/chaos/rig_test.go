@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runBurner())
 	}
 	serverLog.install()
-	load, err := startBurners()
+	load, err := startLoad()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -53,7 +53,13 @@ type bucket struct {
 func newBucket(t *testing.T, files map[string][]byte) bucket {
 	t.Helper()
 	testserver.RequireFUSE(t)
-	b := bucket{srv: testserver.NewMinIO(t), files: files}
+	return newBucketOn(t, testserver.NewMinIO(t), files)
+}
+
+// newBucketOn uploads files to a new bucket of srv.
+func newBucketOn(t *testing.T, srv *testserver.Server, files map[string][]byte) bucket {
+	t.Helper()
+	b := bucket{srv: srv, files: files}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	b.name = "basin-chaos-" + hex.EncodeToString(rnd[:])

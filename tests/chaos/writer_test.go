@@ -58,6 +58,10 @@ type writerSpec struct {
 	// stdin closes, then print a writerReport.
 	Dir     string `json:"dir"`
 	Threads int    `json:"threads"`
+	// Soak: the soak's writer threads (writeSoak) instead, acknowledging
+	// each change as it happens; Volume tells their contents apart.
+	Soak   bool `json:"soak"`
+	Volume int  `json:"volume"`
 }
 
 // closedFile is one checkpoint a loop writer closed successfully.
@@ -94,6 +98,9 @@ func runWriterChild(specJSON string) int {
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		fmt.Println("err", err)
 		return 2
+	}
+	if spec.Soak {
+		return writeSoak(spec)
 	}
 	if spec.Dir != "" {
 		return writeLoop(spec)
