@@ -31,6 +31,7 @@ type fileNode struct {
 	userOpens   int                 // handles served in user space (readers and writers)
 	ptOpens     int                 // handles served by FUSE passthrough
 	ptPath      string              // backing file of the passthrough opens
+	ptClosed    chan struct{}       // closed when ptOpens drops to 0 (ptrelease.go); nil: nobody waits
 	w           *writeState         // non-nil while written or read through a staged copy
 	finishing   *writeState         // the write state its last release is finishing (install into the cache)
 	// INVARIANT: userOpens == 0 || ptOpens == 0 (the kernel refuses to mix).
@@ -221,6 +222,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.Set
 // open handle (truncate(2)) the result is uploaded before returning.
 func (n *fileNode) truncate(ctx context.Context, fh fs.FileHandle, size int64) syscall.Errno {
 	key, _ := n.key()
+	n.awaitPassthroughClosed(ctx)
 	w, errno := n.acquireWrite()
 	if errno != 0 {
 		return errno
@@ -382,6 +384,7 @@ func (n *fileNode) openWrite(ctx context.Context, flags uint32) (fs.FileHandle, 
 		cancel()
 		n.setMeta(meta, known)
 	}
+	n.awaitPassthroughClosed(ctx)
 	w, errno := n.acquireWrite()
 	if errno != 0 {
 		return nil, 0, errno
@@ -479,6 +482,7 @@ func (n *fileNode) closeRead(passthrough bool) {
 		if n.ptOpens == 0 {
 			n.ptPath = ""
 		}
+		n.passthroughClosedLocked()
 	} else {
 		n.userOpens--
 	}
