@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -31,7 +32,16 @@ import (
 func (f *FS) claim(ctx context.Context, key string, meta map[string]string) (objstore.ObjectInfo, error) {
 	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
-	info, err := f.store.Put(ctx, key, strings.NewReader(""), objstore.PutOptions{Size: 0, IfAbsent: true, Metadata: meta})
+	token := newClaimToken()
+	info, err := f.store.Put(ctx, key, strings.NewReader(""), objstore.PutOptions{Size: 0, IfAbsent: true, Metadata: withClaimToken(meta, token)})
+	if errors.Is(err, objstore.ErrExists) {
+		if own, ok := f.ownClaim(ctx, key, token); ok {
+			// The store client sent the claim again (its first answer
+			// was lost) and the retry found the first attempt's object.
+			klog.InfoS("an exclusive create retried by the store client found its own claim", "volume", f.cfg.VolumeID, "key", key)
+			info, err = own, nil
+		}
+	}
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
