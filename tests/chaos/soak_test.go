@@ -82,6 +82,7 @@ func TestSoak(t *testing.T) {
 	out, _ = filepath.Abs(out)
 	fmt.Fprintf(os.Stderr, "soak: seed=%d duration=%v report=%s (replay: make soak DURATION=%v SOAK_SEED=%d)\n", seed, d, out, d, seed)
 	testserver.RequireFUSE(t)
+	ensureFusectl(t)
 
 	s := newSoakRig(t, out)
 	sched := schedule(seed, d, soakVolumes)
@@ -210,6 +211,7 @@ func newSoakRig(t *testing.T, out string) *soakRig {
 		}
 		t.Cleanup(func() { _ = store.Close() })
 		v.ledger = newLedger(id, "w", store)
+		v.ledger.logf = s.logf
 		s.vols = append(s.vols, v)
 	}
 	return s

@@ -22,6 +22,7 @@ type ledger struct {
 	volume string
 	prefix string // the writer's directory in the bucket
 	store  objstore.Store
+	logf   func(format string, args ...any) // nil: quiet
 
 	mu       sync.Mutex
 	last     map[string]ack // per name, the last acknowledgement
@@ -69,9 +70,13 @@ func (l *ledger) verifyLoop(ctx context.Context, settle time.Duration) {
 // paused, a later version may be on its way). final: the writer stopped,
 // only a itself will do.
 func (l *ledger) check(ctx context.Context, a ack, final bool) {
+	// At the end the store is up and the writer stopped: a short wait.
 	deadline := time.Now().Add(time.Minute)
+	if final {
+		deadline = time.Now().Add(10 * time.Second)
+	}
 	var why string
-	for {
+	for attempt := 0; ; attempt++ {
 		got, err := l.read(ctx, a.Name)
 		ok := false
 		switch {
@@ -85,6 +90,9 @@ func (l *ledger) check(ctx context.Context, a ack, final bool) {
 			l.verified++
 			l.mu.Unlock()
 			return
+		}
+		if attempt == 0 && l.logf != nil {
+			l.logf("%s: %s %s (final %v) not found yet: %s", l.volume, a.Op, a.Name, final, why)
 		}
 		if ctx.Err() != nil && !final || time.Now().After(deadline) {
 			break

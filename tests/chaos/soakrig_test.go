@@ -144,7 +144,9 @@ func (c *soakChild) snapshot() (map[string]opStats, []kindOp) {
 }
 
 // fusePid returns the pid of volume id's serving FUSE process (standby:
-// its standby), 0 if there is none.
+// its standby), 0 if there is none. A standby has not opened the cache
+// (the serving process holds its lock): the one with the cache's index
+// open serves, whether it started as a standby or not.
 func (s *soakRig) fusePid(id string, standby bool) (int, error) {
 	pids, err := supervisor.ProcsUnder(s.node.cacheRoot)
 	if err != nil {
@@ -156,7 +158,7 @@ func (s *soakRig) fusePid(id string, standby bool) (int, error) {
 			continue
 		}
 		args := strings.Split(string(argv), "\x00")
-		isStandby := strings.Contains(string(argv), "--standby-fd")
+		isStandby := !holdsIndex(pid)
 		for i, a := range args {
 			if a == "--volume-id" && i+1 < len(args) && args[i+1] == id && isStandby == standby {
 				return pid, nil
@@ -165,6 +167,23 @@ func (s *soakRig) fusePid(id string, standby bool) (int, error) {
 	}
 	return 0, nil
 }
+
+// holdsIndex reports whether pid has a cache's index open.
+func holdsIndex(pid int) bool {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && filepath.Base(target) == cacheIndexName {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheIndexName is the cache's index file (pkg/cache).
+const cacheIndexName = "index.db"
 
 // isFUSE reports whether pid is one of the rig's FUSE processes still.
 func (s *soakRig) isFUSE(pid int) bool {
