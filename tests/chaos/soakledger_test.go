@@ -24,6 +24,8 @@ type ledger struct {
 	store  objstore.Store
 	logf   func(format string, args ...any) // nil: quiet
 
+	looping chan struct{} // closed when verifyLoop returned
+
 	mu       sync.Mutex
 	last     map[string]ack // per name, the last acknowledgement
 	pending  []ack          // to check in the bucket
@@ -33,7 +35,7 @@ type ledger struct {
 }
 
 func newLedger(volume, prefix string, store objstore.Store) *ledger {
-	return &ledger{volume: volume, prefix: prefix, store: store, last: map[string]ack{}}
+	return &ledger{volume: volume, prefix: prefix, store: store, last: map[string]ack{}, looping: make(chan struct{})}
 }
 
 // add records an acknowledgement.
@@ -48,6 +50,7 @@ func (l *ledger) add(a ack) {
 // verifyLoop checks pending acknowledgements until ctx ends, each at
 // least settle after it was made.
 func (l *ledger) verifyLoop(ctx context.Context, settle time.Duration) {
+	defer close(l.looping)
 	for ctx.Err() == nil {
 		l.mu.Lock()
 		var next []ack
@@ -94,7 +97,14 @@ func (l *ledger) check(ctx context.Context, a ack, final bool) {
 		if attempt == 0 && l.logf != nil {
 			l.logf("%s: %s %s (final %v) not found yet: %s", l.volume, a.Op, a.Name, final, why)
 		}
-		if ctx.Err() != nil && !final || time.Now().After(deadline) {
+		if ctx.Err() != nil && !final {
+			// The soak ends: finish checks it again.
+			l.mu.Lock()
+			l.pending = append(l.pending, a)
+			l.mu.Unlock()
+			return
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
@@ -127,8 +137,10 @@ func (l *ledger) holds(a ack, got []byte, final bool) (bool, string) {
 	if bytes.Equal(got, want) {
 		return true, ""
 	}
-	if !final && (newer || successor(a, got)) {
-		return true, "" // replaced since, or being replaced
+	if !final && newer || successor(a, got) {
+		// Replaced since, or being replaced; at the end, a later version
+		// whose call failed (not acknowledged, but it may have landed).
+		return true, ""
 	}
 	return false, fmt.Sprintf("the bucket holds %d bytes (%s), want %d bytes (%s)", len(got), short(sum(got)), len(want), short(sum(want)))
 }
@@ -168,6 +180,7 @@ func (l *ledger) read(ctx context.Context, name string) ([]byte, error) {
 // finish checks what is still pending and then the last acknowledgement
 // of every name, the writer having stopped.
 func (l *ledger) finish(ctx context.Context) {
+	<-l.looping // its ctx ended: it put back what it was checking
 	l.mu.Lock()
 	pending := l.pending
 	l.pending = nil

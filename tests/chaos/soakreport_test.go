@@ -20,7 +20,7 @@ type soakReport struct {
 	Ops           map[string]int64 // by kind of operation, all volumes
 	Errors        int64            // failing errors
 	KernelEIO     int              // EIO of a call in flight at a kill (the kernel's; counted apart)
-	RemountErrs   int              // errors of files open across a remount (by design)
+	RemountErrs   int64            // errors of calls during a remount and of files open across it (by design)
 	Acks          int64
 	Verified      int64
 	Lost          []string
@@ -54,18 +54,18 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 				}
 			}
 			var counted int64
-			for _, op := range errOps {
-				counted++
+			for _, run := range errOps {
+				counted += run.Count
 				switch {
-				case inRemount(op.opRecord, remounts[v.idx]):
-					rep.RemountErrs++
-				case isKernelEIO(op.opRecord, kills):
+				case inRemount(run.opRecord, remounts[v.idx]):
+					rep.RemountErrs += run.Count
+				case run.Count == 1 && isKernelEIO(run.opRecord, kills):
 					rep.KernelEIO++
 				default:
-					rep.Errors++
+					rep.Errors += run.Count
 					if len(rep.ErrorExamples) < 20 {
-						rep.ErrorExamples = append(rep.ErrorExamples, fmt.Sprintf("%s %s at %s (%v): %s", c.name, op.Kind,
-							time.Unix(0, op.Start).UTC().Format("15:04:05.000"), time.Duration(op.End-op.Start).Round(time.Millisecond), op.Err))
+						rep.ErrorExamples = append(rep.ErrorExamples, fmt.Sprintf("%s %s ×%d from %s to %s: %s", c.name, run.Kind, run.Count,
+							time.Unix(0, run.Start).UTC().Format("15:04:05.000"), time.Unix(0, run.End).UTC().Format("15:04:05.000"), run.Err))
 					}
 				}
 			}
@@ -102,10 +102,12 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 // a while; the writer's current file fails at its next call).
 const remountGrace = 10 * time.Second
 
-// inRemount reports whether op overlapped a remount of its volume.
+// inRemount reports whether op (or a run of failed ops) overlapped a
+// remount of its volume and ended within remountGrace of its heal.
 func inRemount(op opRecord, remounts []killAt) bool {
 	for _, r := range remounts {
-		if op.Start < r.healed.Add(remountGrace).UnixNano() && op.End > r.at.UnixNano() {
+		until := r.healed.Add(remountGrace).UnixNano()
+		if op.Start < until && op.End > r.at.UnixNano() && op.End <= until {
 			return true
 		}
 	}

@@ -62,7 +62,7 @@ type soakChild struct {
 
 	mu     sync.Mutex
 	kinds  map[string]*opStats // the last counters
-	errOps []kindOp
+	errOps []errRun
 	ended  chan struct{} // closed when its output ended
 	final  bool
 }
@@ -133,14 +133,14 @@ func (c *soakChild) stop(timeout time.Duration) error {
 }
 
 // snapshot returns the child's counters and failed operations.
-func (c *soakChild) snapshot() (map[string]opStats, []kindOp) {
+func (c *soakChild) snapshot() (map[string]opStats, []errRun) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := make(map[string]opStats, len(c.kinds))
 	for k, v := range c.kinds {
 		m[k] = *v
 	}
-	return m, append([]kindOp(nil), c.errOps...)
+	return m, append([]errRun(nil), c.errOps...)
 }
 
 // fusePid returns the pid of volume id's serving FUSE process (standby:

@@ -34,14 +34,31 @@ type opStats struct {
 // workerStats is one statsLine's counters.
 type workerStats struct {
 	Kinds  map[string]*opStats
-	ErrOps []kindOp // the first maxErrOps failed operations
+	ErrOps []errRun // failed operations, in runs (the first maxErrOps runs)
 	Final  bool     // the last line: the child stopped
 }
 
-// kindOp is a failed operation with its kind.
-type kindOp struct {
-	Kind string
+// errRun is a run of failed operations of one kind with one error
+// number, each starting within errRunGap of the last one's end: a broken
+// mount fails thousands of calls a second, all alike. The run's
+// opRecord spans from the first one's start to the last one's end; Err
+// is the first one's message.
+type errRun struct {
+	Kind  string
+	Errno string // the message's text after its last ": "
+	Count int64
 	opRecord
+}
+
+// errRunGap is how far apart two failures may be to share a run.
+const errRunGap = int64(time.Second)
+
+// errnoText is the part of an error message after its last ": ".
+func errnoText(msg string) string {
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
 }
 
 // soakLine is one output line of a soak worker child: counters or an
@@ -99,9 +116,24 @@ func (p *statsPrinter) add(kind string, op opRecord, n int64) {
 	}
 	if op.Err != "" {
 		s.Errors++
-		if len(p.st.ErrOps) < maxErrOps {
-			p.st.ErrOps = append(p.st.ErrOps, kindOp{Kind: kind, opRecord: op})
+		p.addErr(kind, op)
+	}
+}
+
+// addErr adds a failed op to its run (the last run of its kind and error
+// number, if near enough), or starts one. The caller holds p.mu.
+func (p *statsPrinter) addErr(kind string, op opRecord) {
+	errno := errnoText(op.Err)
+	for i := len(p.st.ErrOps) - 1; i >= 0 && i >= len(p.st.ErrOps)-8; i-- {
+		r := &p.st.ErrOps[i]
+		if r.Kind == kind && r.Errno == errno && op.Start-r.End < errRunGap && i >= p.sent {
+			r.Count++
+			r.Start, r.End = min(r.Start, op.Start), max(r.End, op.End)
+			return
 		}
+	}
+	if len(p.st.ErrOps) < maxErrOps {
+		p.st.ErrOps = append(p.st.ErrOps, errRun{Kind: kind, Errno: errno, Count: 1, opRecord: op})
 	}
 }
 

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestLedgerHolds(t *testing.T) {
 		{"the close's content, final", ck, whole, true, true},
 		{"half, after the close was acknowledged", ck, whole[:soakCkptSize/2], false, false},
 		{"the next version being written", ck, next[:soakCkptSize/2], false, true},
-		{"the next version, final", ck, next, true, false},
+		{"the next version, final (a failed save that landed)", ck, next, true, true},
 		{"another file's content", ck, other, false, false},
 		{"nothing", ck, nil, false, false},
 		{"the fsync's half, superseded by the close", half, whole, false, true},
@@ -93,9 +94,32 @@ func TestInRemount(t *testing.T) {
 		{opRecord{Start: ns(5 * time.Second), End: ns(5*time.Second + 1)}, true},
 		{opRecord{Start: ns(-2 * time.Second), End: ns(-time.Second)}, false},
 		{opRecord{Start: ns(time.Second + remountGrace + 1), End: ns(time.Minute)}, false},
+		{opRecord{Start: ns(time.Second / 2), End: ns(time.Minute)}, false}, // a run going on after it
+
 	} {
 		if got := inRemount(c.op, r); got != c.want {
 			t.Errorf("inRemount(%v..%v) = %v", time.Duration(c.op.Start-at.UnixNano()), time.Duration(c.op.End-at.UnixNano()), got)
 		}
+	}
+}
+
+// TestErrRuns: failures of one kind and error number close together make
+// one run; another error number, another kind or a gap starts another.
+func TestErrRuns(t *testing.T) {
+	p := &statsPrinter{st: workerStats{Kinds: map[string]*opStats{}}}
+	enotconn := func(name string) string { return "open " + name + ": transport endpoint is not connected" }
+	at := int64(time.Hour)
+	for i := range int64(1000) {
+		p.add("read", opRecord{Start: at + i*1000, End: at + i*1000 + 500, Err: enotconn(fmt.Sprint(i))}, 0)
+	}
+	p.add("list", opRecord{Start: at, End: at + 1, Err: enotconn("d")}, 0)
+	p.add("read", opRecord{Start: at + 2*errRunGap, End: at + 2*errRunGap + 1, Err: enotconn("x")}, 0)
+	p.add("read", opRecord{Start: at + 2*errRunGap + 2, End: at + 2*errRunGap + 3, Err: "read x: input/output error"}, 0)
+	runs := p.st.ErrOps
+	if len(runs) != 4 || runs[0].Count != 1000 || runs[0].Start != at || runs[0].End != at+999*1000+500 {
+		t.Fatalf("runs %+v: want 1000 reads in one run, then a list, a read after a gap, an EIO", runs)
+	}
+	if p.st.Kinds["read"].Errors != 1002 {
+		t.Errorf("read errors %d, want 1002", p.st.Kinds["read"].Errors)
 	}
 }

@@ -22,7 +22,7 @@ import (
 //   - append: records of 4–64 KiB appended (O_APPEND) to a log, one open
 //     and close each, read back after each close; a new log every 2 MiB;
 //   - small: files of 1–64 KiB created (O_EXCL), read back, and removed
-//     50 files later.
+//     once 50 newer ones were created.
 // Every content is content(seed, size): the soak computes it again.
 
 // Sizes of the soak writer's files.
@@ -136,6 +136,7 @@ func writeSoak(spec writerSpec) int {
 		},
 		func(th int) { // small
 			rng := rand.New(rand.NewPCG(uint64(spec.Volume), uint64(th)))
+			var kept []string // created, not removed yet
 			for n := uint64(0); !stopped(); n++ {
 				name := fmt.Sprintf("small/f-%d.bin", n)
 				seed := soakSeed(spec.Volume, th, n)
@@ -147,10 +148,11 @@ func writeSoak(spec writerSpec) int {
 				}
 				stats.ack(ack{Op: "close", Name: name, Seed: seed, Size: size, Len: size, At: time.Now().UnixNano()})
 				_ = do("readback", int64(size), func() error { return readBack(dir(name), data) })
-				if n >= soakSmallKeep {
-					old := fmt.Sprintf("small/f-%d.bin", n-soakSmallKeep)
+				if kept = append(kept, name); len(kept) > soakSmallKeep {
+					old := kept[0]
 					if do("unlink", 0, func() error { return os.Remove(dir(old)) }) == nil {
 						stats.ack(ack{Op: "unlink", Name: old, Deleted: true, At: time.Now().UnixNano()})
+						kept = kept[1:]
 					}
 				}
 				time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
