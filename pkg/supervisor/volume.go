@@ -165,7 +165,11 @@ func (m *Manager) start(ctx context.Context, v *volume, first bool) (err error) 
 		}
 	}
 	m.rebind(ctx, v)
-	m.hold(v)
+	if first {
+		m.holdStaged(ctx, v)
+	} else {
+		m.hold(v)
+	}
 	return nil
 }
 
