@@ -32,10 +32,11 @@ type ledger struct {
 	acks     int64
 	verified int64
 	lost     []string // descriptions of lost acknowledged changes
+	reported map[ack]bool
 }
 
 func newLedger(volume, prefix string, store objstore.Store) *ledger {
-	return &ledger{volume: volume, prefix: prefix, store: store, last: map[string]ack{}, looping: make(chan struct{})}
+	return &ledger{volume: volume, prefix: prefix, store: store, last: map[string]ack{}, reported: map[ack]bool{}, looping: make(chan struct{})}
 }
 
 // add records an acknowledgement.
@@ -73,11 +74,12 @@ func (l *ledger) verifyLoop(ctx context.Context, settle time.Duration) {
 // paused, a later version may be on its way). final: the writer stopped,
 // only a itself will do.
 func (l *ledger) check(ctx context.Context, a ack, final bool) {
-	// At the end the store is up and the writer stopped: a short wait.
-	deadline := time.Now().Add(time.Minute)
-	if final {
-		deadline = time.Now().Add(10 * time.Second)
-	}
+	l.checkWithin(ctx, a, final, time.Minute)
+}
+
+// checkWithin is check giving up after patience.
+func (l *ledger) checkWithin(ctx context.Context, a ack, final bool, patience time.Duration) {
+	deadline := time.Now().Add(patience)
 	var why string
 	for attempt := 0; ; attempt++ {
 		got, err := l.read(ctx, a.Name)
@@ -94,7 +96,7 @@ func (l *ledger) check(ctx context.Context, a ack, final bool) {
 			l.mu.Unlock()
 			return
 		}
-		if attempt == 0 && l.logf != nil {
+		if attempt == 0 && l.logf != nil && ctx.Err() == nil {
 			l.logf("%s: %s %s (final %v) not found yet: %s", l.volume, a.Op, a.Name, final, why)
 		}
 		if ctx.Err() != nil && !final {
@@ -111,6 +113,10 @@ func (l *ledger) check(ctx context.Context, a ack, final bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.reported[a] {
+		return // checked while pending and again as the name's last
+	}
+	l.reported[a] = true
 	l.lost = append(l.lost, fmt.Sprintf("%s: %s %s acknowledged at %s: %s", l.volume, a.Op, a.Name,
 		time.Unix(0, a.At).UTC().Format("15:04:05.000"), why))
 }
@@ -189,11 +195,12 @@ func (l *ledger) finish(ctx context.Context) {
 		last = append(last, a)
 	}
 	l.mu.Unlock()
+	// The faults are over and the writer stopped: a short wait each.
 	for _, a := range pending {
-		l.check(ctx, a, false)
+		l.checkWithin(ctx, a, false, 10*time.Second)
 	}
 	for _, a := range last {
-		l.check(ctx, a, true)
+		l.checkWithin(ctx, a, true, 10*time.Second)
 	}
 }
 
