@@ -256,3 +256,34 @@ func TestStageWaitsForAHolderStartingLate(t *testing.T) {
 		t.Fatalf("when Stage returned the holder held %+v (%v), want the mount's connection (dev %d)", e, ok, mnt.Dev)
 	}
 }
+
+// TestRestartRetriesAFailedTakeover: the first successor of a node plugin
+// restart dies before it serves (killed while it resumes); the next one
+// takes the held connection over, and nothing is remounted (make soak:
+// the remount that followed failed ~900,000 calls until the re-bind).
+func TestRestartRetriesAFailedTakeover(t *testing.T) {
+	h := newHolder(t)
+	k := supervisortest.NewKernel()
+	req := request()
+	crashedPlugin(t, h, k, req)
+	held, _ := h.entry(req.VolumeID)
+
+	second := newFixture(t, withHolder(h, k))
+	failed := false
+	second.runner.OnStart = func(p *supervisortest.Process) error {
+		if containsRun(p.Spec.Args, []string{"--resume"}) && !failed {
+			failed = true
+			return errors.New("killed while starting")
+		}
+		return nil
+	}
+	if err := second.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if fuse, binds := k.Counts(); !failed || fuse != 1 || binds != 0 {
+		t.Errorf("failed once %v; %d FUSE mounts and %d binds, want the first mount kept", failed, fuse, binds)
+	}
+	if e, _ := h.entry(req.VolumeID); e != held {
+		t.Errorf("held %+v, want the first connection %+v", e, held)
+	}
+}
