@@ -54,6 +54,8 @@ func TestLedgerHolds(t *testing.T) {
 	l.add(lg)
 	logData := content(9, soakAppendMax)
 	gone := ack{Op: "unlink", Name: "small/f-0.bin", Deleted: true, At: 30}
+	maybe := ack{Op: "unlink", Name: "small/f-1.bin", Seed: 11, Size: 100, Len: 100, Deleted: true, Maybe: true, At: 40}
+	small := content(11, 100)
 	for _, c := range []struct {
 		name  string
 		a     ack
@@ -73,6 +75,9 @@ func TestLedgerHolds(t *testing.T) {
 		{"a shorter part of the log", lg, logData[:50], false, false},
 		{"a removed file still there", gone, []byte("x"), false, false},
 		{"a removed file gone", gone, nil, true, true},
+		{"a file whose unlink failed, gone", maybe, nil, true, true},
+		{"a file whose unlink failed, still there", maybe, small, true, true},
+		{"a file whose unlink failed, other content", maybe, small[:1], true, false},
 	} {
 		if got, why := l.holds(c.a, c.got, c.final); got != c.want {
 			t.Errorf("%s: holds = %v (%s), want %v", c.name, got, why, c.want)

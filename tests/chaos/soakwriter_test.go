@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -43,7 +44,10 @@ type ack struct {
 	Size    int
 	Len     int
 	Deleted bool `json:",omitempty"`
-	At      int64
+	// Maybe: the unlink failed, so the bucket holds either nothing or
+	// content(Seed, Size)[:Len].
+	Maybe bool `json:",omitempty"`
+	At    int64
 }
 
 // soakSeed is the seed of a soak writer's content: volume, thread, file.
@@ -136,7 +140,13 @@ func writeSoak(spec writerSpec) int {
 		},
 		func(th int) { // small
 			rng := rand.New(rand.NewPCG(uint64(spec.Volume), uint64(th)))
-			var kept []string // created, not removed yet
+			type small struct {
+				name  string
+				seed  uint64
+				size  int
+				tried bool // an unlink failed: it may have taken effect
+			}
+			var kept []small // created, not removed yet
 			for n := uint64(0); !stopped(); n++ {
 				name := fmt.Sprintf("small/f-%d.bin", n)
 				seed := soakSeed(spec.Volume, th, n)
@@ -148,11 +158,25 @@ func writeSoak(spec writerSpec) int {
 				}
 				stats.ack(ack{Op: "close", Name: name, Seed: seed, Size: size, Len: size, At: time.Now().UnixNano()})
 				_ = do("readback", int64(size), func() error { return readBack(dir(name), data) })
-				if kept = append(kept, name); len(kept) > soakSmallKeep {
+				if kept = append(kept, small{name: name, seed: seed, size: size}); len(kept) > soakSmallKeep {
 					old := kept[0]
-					if do("unlink", 0, func() error { return os.Remove(dir(old)) }) == nil {
-						stats.ack(ack{Op: "unlink", Name: old, Deleted: true, At: time.Now().UnixNano()})
+					err := do("unlink", 0, func() error {
+						err := os.Remove(dir(old.name))
+						if errors.Is(err, fs.ErrNotExist) && old.tried {
+							// The failed try took effect (a remount
+							// failed the call after the server had
+							// removed it): done.
+							err = nil
+						}
+						return err
+					})
+					if err == nil {
+						stats.ack(ack{Op: "unlink", Name: old.name, Deleted: true, At: time.Now().UnixNano()})
 						kept = kept[1:]
+					} else {
+						// Removed or not: the bucket may hold either.
+						kept[0].tried = true
+						stats.ack(ack{Op: "unlink", Name: old.name, Seed: old.seed, Size: old.size, Len: old.size, Deleted: true, Maybe: true, At: time.Now().UnixNano()})
 					}
 				}
 				time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
