@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -107,13 +108,25 @@ func isAWS(cfg objstore.Config) bool {
 	return strings.HasSuffix(host, ".amazonaws.com") || strings.HasSuffix(host, ".amazonaws.com.cn")
 }
 
+// retryClientClosed makes the SDK retry a 499 (statusClientClosed).
+var retryClientClosed = retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+	var respErr interface{ HTTPStatusCode() int }
+	if errors.As(err, &respErr) && respErr.HTTPStatusCode() == statusClientClosed {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
+})
+
 // newClient builds the SDK client for a resolved cfg. flexibleChecksums
 // keeps the SDK's default checksums (Amazon S3); otherwise they are sent
 // and checked only where an operation requires them.
 func newClient(ctx context.Context, cfg objstore.Config, creds objstore.Credentials, flexibleChecksums bool) (*client, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = cfg.MaxAttempts })
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = cfg.MaxAttempts
+				o.Retryables = append(append([]retry.IsErrorRetryable(nil), o.Retryables...), retryClientClosed)
+			})
 		}),
 	}
 	if cfg.Region != "" {

@@ -62,7 +62,16 @@ var errorCodes = map[string]error{
 	"InternalError":      objstore.ErrUnavailable,
 	"ServiceUnavailable": objstore.ErrUnavailable,
 	"RequestTimeout":     objstore.ErrUnavailable,
+	// MinIO answers the requests in flight when it shuts down with 499.
+	"ClientDisconnected": objstore.ErrUnavailable,
 }
+
+// statusClientClosed (499, not in net/http) is what MinIO answers the
+// requests in flight with while it shuts down (ClientDisconnected, "Client
+// disconnected before response was ready"): the request never ran to its
+// end, and is retried like a 5xx (retryer in client.go). make soak: a
+// MinIO restart failed writers' close(2) with EIO at once.
+const statusClientClosed = 499
 
 // mapErr is the adapter's only translation of SDK errors: it wraps err with
 // the objstore sentinel that classifies it, and with what was attempted.
@@ -115,7 +124,7 @@ func classify(err error) error {
 			return objstore.ErrInvalidRange
 		case code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests:
 			return objstore.ErrThrottled
-		case code >= 500:
+		case code >= 500 || code == statusClientClosed:
 			return objstore.ErrUnavailable
 		}
 		return nil

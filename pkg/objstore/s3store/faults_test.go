@@ -59,6 +59,7 @@ func TestRetriedErrors(t *testing.T) {
 	}{
 		{"SlowDown", http.StatusServiceUnavailable, "SlowDown", objstore.ErrThrottled, 3},
 		{"InternalError", http.StatusInternalServerError, "InternalError", objstore.ErrUnavailable, 3},
+		{"ClientDisconnected", statusClientClosed, "ClientDisconnected", objstore.ErrUnavailable, 3}, // MinIO shutting down
 		{"AccessDenied", http.StatusForbidden, "AccessDenied", objstore.ErrAccessDenied, 1},
 	}
 	for _, c := range cases {
