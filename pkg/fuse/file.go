@@ -222,7 +222,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.Set
 // open handle (truncate(2)) the result is uploaded before returning.
 func (n *fileNode) truncate(ctx context.Context, fh fs.FileHandle, size int64) syscall.Errno {
 	key, _ := n.key()
-	n.awaitPassthroughClosed(ctx)
+	n.awaitPassthroughClosed()
 	w, errno := n.acquireWrite()
 	if errno != 0 {
 		return errno
@@ -384,7 +384,7 @@ func (n *fileNode) openWrite(ctx context.Context, flags uint32) (fs.FileHandle, 
 		cancel()
 		n.setMeta(meta, known)
 	}
-	n.awaitPassthroughClosed(ctx)
+	n.awaitPassthroughClosed()
 	w, errno := n.acquireWrite()
 	if errno != 0 {
 		return nil, 0, errno
