@@ -63,8 +63,11 @@ func captureKlog(t *testing.T) *syncBuffer {
 // credentials are wrong, malformed or right.
 func TestSecretsStayOutOfLogsAndErrors(t *testing.T) {
 	s := minioStore(t)
-	h := startDriver(t, ControllerConfig{})
+	// Before the driver starts: klog's flags are set while no goroutine
+	// logs (and reset after the driver stopped, cleanups running last
+	// first).
 	logs := captureKlog(t)
+	h := startDriver(t, ControllerConfig{})
 	ctx := t.Context()
 
 	const (
