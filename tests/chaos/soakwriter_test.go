@@ -224,20 +224,18 @@ func soakCheckpoint(path, name string, seed uint64, ackFsync bool, do func(strin
 
 // soakAppend appends b to path in one open, write and close.
 func soakAppend(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return soakWrite(path, os.O_APPEND, b)
 }
 
 // soakCreate creates path (O_EXCL) with b.
 func soakCreate(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	return soakWrite(path, os.O_EXCL, b)
+}
+
+// soakWrite opens path for writing, created if absent, with the extra
+// flag, writes b and closes it.
+func soakWrite(path string, flag int, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o644)
 	if err != nil {
 		return err
 	}
