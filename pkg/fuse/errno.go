@@ -35,7 +35,8 @@ func toErrno(err error) syscall.Errno {
 		errors.Is(err, context.DeadlineExceeded):
 		return syscall.EIO
 	case errors.Is(err, context.Canceled):
-		// The kernel interrupted the request (signal to the caller).
+		// Work given up by Basin itself (an unmount, a shutdown): the
+		// kernel's interrupts never cancel a request (interrupts.go).
 		return syscall.EINTR
 	case errors.As(err, &errno):
 		// Local file errors of the staging area (ENOSPC, EDQUOT...).

@@ -118,7 +118,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	// this process exists (orphans.go).
 	f.abortPredecessorUploads(ctx, f.predecessorKeys())
 	f.claims.keys = readClaimNotes(f.writes.dir)
-	server, err := f.newServer(fs.NewNodeFS(f.root, fo), mountpoint, fdMode, &fo.MountOptions, opts.Session)
+	server, err := f.newServer(ignoreInterrupts{fs.NewNodeFS(f.root, fo)}, mountpoint, fdMode, &fo.MountOptions, opts.Session)
 	if err != nil && fo.DirectMountStrict {
 		return nil, fmt.Errorf("mount %s with noatime (needs mount(2): root or CAP_SYS_ADMIN; fusermount cannot set it): %w", mountpoint, err)
 	}
