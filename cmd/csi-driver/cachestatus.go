@@ -37,7 +37,8 @@ func cacheStatusFlags(fs *flag.FlagSet, c *cacheStatusConfig) {
 // newCacheStatus builds the reporter and the index of PersistentVolumes it
 // names volumes with; run starts both until ctx ends. dataset tells the
 // size of a volume where the node knows it.
-func newCacheStatus(c cacheStatusConfig, nodeName, driverName, cacheRoot string, dataset func(string) (cachestatus.Dataset, bool)) (rep *cachestatus.Reporter, run func(context.Context), err error) {
+func newCacheStatus(c cacheStatusConfig, nodeName, driverName, cacheRoot string, dataset func(string) (cachestatus.Dataset, bool),
+	members func(string) []string) (rep *cachestatus.Reporter, run func(context.Context), err error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cache status: %w", err)
@@ -62,7 +63,7 @@ func newCacheStatus(c cacheStatusConfig, nodeName, driverName, cacheRoot string,
 		return nil, nil, err
 	}
 	rep, err = cachestatus.NewReporter(cl, pvs, cachestatus.Config{
-		NodeName: nodeName, CacheRoot: cacheRoot, Interval: c.Interval, Dataset: dataset,
+		NodeName: nodeName, CacheRoot: cacheRoot, Interval: c.Interval, Dataset: dataset, Members: members,
 	})
 	if err != nil {
 		return nil, nil, err

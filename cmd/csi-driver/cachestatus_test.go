@@ -54,7 +54,7 @@ func TestCacheStatusWithoutAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, run, err := newCacheStatus(cacheStatusConfig{Enabled: true, Interval: 50 * time.Millisecond, Kubeconfig: kubeconfig},
-		"n", "basin.csi.dev", t.TempDir(), nil)
+		"n", "basin.csi.dev", t.TempDir(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

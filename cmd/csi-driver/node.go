@@ -109,7 +109,8 @@ func runNode(ctx context.Context, args []string, _, stderr io.Writer) error {
 			d, ok := node.Dataset(id)
 			return cachestatus.Dataset{Bytes: d.Bytes, Objects: d.Objects}, ok
 		}
-		rep, run, err := newCacheStatus(cfg.CacheStatus, cfg.Driver.NodeID, cfg.Driver.Name, cfg.Node.CacheRoot, dataset)
+		members := func(id string) []string { return node.ShareMembers(id) }
+		rep, run, err := newCacheStatus(cfg.CacheStatus, cfg.Driver.NodeID, cfg.Driver.Name, cfg.Node.CacheRoot, dataset, members)
 		if err != nil {
 			klog.ErrorS(err, "The cache status is not reported")
 		} else {

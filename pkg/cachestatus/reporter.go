@@ -54,6 +54,11 @@ type Config struct {
 	// Dataset, when not nil, returns the size of the whole volume of a
 	// handle where the node knows it (after a warmup of all of it).
 	Dataset func(handle string) (Dataset, bool)
+	// Members, when not nil, returns the volume handles a cache serves
+	// when it is not that of one volume (the cache's usage names a FUSE
+	// process that several read-only volumes share); none: the cache is
+	// its own volume's.
+	Members func(cacheVolumeID string) []string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -197,14 +202,34 @@ func (r *Reporter) pass(ctx context.Context) error {
 	now := r.now()
 	want := map[string]wanted{}
 	for _, u := range usages {
-		var ds *Dataset
-		if r.cfg.Dataset != nil {
-			if d, ok := r.cfg.Dataset(u.VolumeID); ok {
-				ds = &d
+		handles := []string{u.VolumeID}
+		if r.cfg.Members != nil {
+			if m := r.cfg.Members(u.VolumeID); len(m) > 0 {
+				handles = m
 			}
 		}
-		for _, pv := range r.volumes.PersistentVolumes(u.VolumeID) {
-			want[ObjectName(pv, r.cfg.NodeName)] = wanted{pv: pv, handle: u.VolumeID, status: statusOf(u, ds, now)}
+		var pvs []wanted // of this cache
+		for _, h := range handles {
+			var ds *Dataset
+			if r.cfg.Dataset != nil {
+				if d, ok := r.cfg.Dataset(h); ok {
+					ds = &d
+				}
+			}
+			for _, pv := range r.volumes.PersistentVolumes(h) {
+				pvs = append(pvs, wanted{pv: pv, handle: h, status: statusOf(u, ds, now)})
+			}
+		}
+		for i, w := range pvs {
+			if len(pvs) > 1 {
+				for j, o := range pvs {
+					if j != i {
+						w.status.SharedWith = append(w.status.SharedWith, o.pv)
+					}
+				}
+				slices.Sort(w.status.SharedWith)
+			}
+			want[ObjectName(w.pv, r.cfg.NodeName)] = w
 		}
 	}
 	if r.nodeUID == "" {

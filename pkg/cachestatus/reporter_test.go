@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -232,6 +233,37 @@ func TestReporterVolumes(t *testing.T) {
 	}
 	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(other), &basinv1.VolumeCache{}); err != nil {
 		t.Errorf("node-b's VolumeCache: %v", err)
+	}
+}
+
+// TestReporterSharedCache: a cache that read-only volumes share (its usage
+// names the share) gives each member's PersistentVolume a VolumeCache
+// with the share's bytes, naming the others that count the same bytes.
+func TestReporterSharedCache(t *testing.T) {
+	e := newReporterEnv(t)
+	e.r.cfg.Members = func(id string) []string {
+		if id == "share-1" {
+			return []string{"h1", "h2"}
+		}
+		return nil
+	}
+	e.vols.pvs["h1"] = []string{"pv-a"}
+	e.vols.pvs["h2"] = []string{"pv-b"}
+	e.vols.pvs["h3"] = []string{"pv-c"}
+	e.usages = []cacheusage.Usage{{VolumeID: "share-1", UsedBytes: 100, Objects: 2}, {VolumeID: "h3", UsedBytes: 7, Objects: 1}}
+	e.pass(t)
+	for pv, others := range map[string][]string{"pv-a": {"pv-b"}, "pv-b": {"pv-a"}, "pv-c": nil} {
+		vc, ok := e.get(t, pv)
+		if !ok {
+			t.Errorf("no VolumeCache for %s", pv)
+			continue
+		}
+		if want := map[string]int64{"pv-a": 100, "pv-b": 100, "pv-c": 7}[pv]; vc.Status.CachedBytes != want {
+			t.Errorf("%s: cachedBytes %d, want %d", pv, vc.Status.CachedBytes, want)
+		}
+		if !slices.Equal(vc.Status.SharedWith, others) {
+			t.Errorf("%s: sharedWith %v, want %v", pv, vc.Status.SharedWith, others)
+		}
 	}
 }
 

@@ -39,6 +39,12 @@ type NodeConfig struct {
 	// DefaultStateFile when empty. Credentials are kept in a 0700
 	// directory next to it.
 	StateFile string
+	// SharesDir holds the mount points of the FUSE processes read-only
+	// volumes share (node_share.go). When empty they go beside the
+	// staging directories (kubelet's .../<driver>/.basin-shares), in the
+	// tree kubelet shares with the plugin (mount propagation), so that a
+	// share's mount outlives the plugin's container like a staging mount.
+	SharesDir string
 	// MountBinary is the csi-driver executable run as `MountBinary mount`.
 	MountBinary string
 	// OpTimeout bounds each call into a FUSE mount (default 10s).
@@ -94,6 +100,8 @@ type Node struct {
 	warmups map[string]*warmupRun
 	// datasets are the sizes whole-volume warmups found (node_dataset.go).
 	datasets map[string]Dataset
+
+	shares *shareTable // read-only volumes sharing a FUSE process (node_share.go)
 }
 
 var _ Service = (*Node)(nil)
@@ -127,7 +135,7 @@ func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, state: state, reconciled: make(chan struct{}),
 		busy: map[string]bool{}, pending: map[string]chan struct{}{}, warmups: map[string]*warmupRun{},
-		datasets: map[string]Dataset{}}
+		datasets: map[string]Dataset{}, shares: newShareTable()}
 	sc := cfg.Supervisor
 	sc.Binary = cfg.MountBinary
 	sc.Binds = n.binds
@@ -218,8 +226,17 @@ func (n *Node) begin(ctx context.Context, id string) (release func(), err error)
 	}, nil
 }
 
-// binds lists a volume's published targets for the supervisor's re-bind.
+// binds lists what the supervisor binds again after it remounted id: a
+// volume's published targets, or a share's members (shareBinds).
 func (n *Node) binds(id string) []supervisor.Bind {
+	if b, ok := n.shareBinds(id); ok {
+		return b
+	}
+	return n.volumeBinds(id)
+}
+
+// volumeBinds lists a volume's published targets.
+func (n *Node) volumeBinds(id string) []supervisor.Bind {
 	v, ok := n.state.Get(id)
 	if !ok {
 		return nil

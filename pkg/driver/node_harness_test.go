@@ -52,6 +52,7 @@ func startNode(t *testing.T, tune func(*NodeConfig)) *nodeHarness {
 	h := &nodeHarness{dir: dir}
 	h.cfg = NodeConfig{
 		NodeID: "test-node", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state", "node.json"),
+		SharesDir:   filepath.Join(dir, "shares"),
 		MountBinary: bin,
 		Supervisor:  supervisor.Config{CheckInterval: 200 * time.Millisecond, CheckTimeout: 2 * time.Second, StopTimeout: 3 * time.Second},
 	}

@@ -58,7 +58,7 @@ func (n *Node) health(ctx context.Context, id string, now time.Time) []*csi.Volu
 		return entry(csi.VolumeHealthErrorType_DEGRADED, reasonTakingBack,
 			"the node plugin restarted and is taking the volume back")
 	}
-	s, err := n.mounter.Check(ctx, id)
+	s, err := n.check(ctx, id)
 	switch {
 	case errors.Is(err, supervisor.ErrNotStaged):
 		return entry(csi.VolumeHealthErrorType_INACCESSIBLE, reasonNotServed,

@@ -84,10 +84,11 @@ func readFile(t *testing.T, path, want string) {
 	}
 }
 
-// servingPid is the pid of a volume's FUSE process.
+// servingPid is the pid of the FUSE process serving a volume (its own, or
+// its share's).
 func servingPid(t *testing.T, h *nodeHarness, id string) int {
 	t.Helper()
-	s, err := h.node.mounter.Check(t.Context(), id)
+	s, err := h.node.check(t.Context(), id)
 	if err != nil || s.Pid == 0 {
 		t.Fatalf("Check = %+v, %v", s, err)
 	}
@@ -99,13 +100,13 @@ func waitHealed(t *testing.T, h *nodeHarness, id string, heals int64) time.Durat
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < 30*time.Second {
-		s, err := h.node.mounter.Check(t.Context(), id)
+		s, err := h.node.check(t.Context(), id)
 		if err == nil && s.Heals >= heals && s.Healthy {
 			return s.LastHeal.Pause
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	s, err := h.node.mounter.Check(t.Context(), id)
+	s, err := h.node.check(t.Context(), id)
 	t.Fatalf("volume not healed: %+v, %v", s, err)
 	return 0
 }

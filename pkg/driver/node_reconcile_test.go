@@ -166,7 +166,7 @@ func TestReconcileDoesNotDelayServing(t *testing.T) {
 		t.Errorf("%d volumes taken back at once, want 2", p)
 	}
 	for _, id := range ids {
-		if _, err := n.mounter.Check(ctx, id); err != nil {
+		if _, err := n.check(ctx, id); err != nil {
 			t.Errorf("volume %s not taken back: %v", id, err)
 		}
 	}

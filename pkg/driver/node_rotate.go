@@ -60,21 +60,33 @@ func (n *Node) rotateCredentials(ctx context.Context, id string, c objstore.Cred
 			klog.ErrorS(err, "saving a volume's new credentials", "volume", id)
 		}
 	}
+	process := id
+	if s := n.shares.of(id); s != nil {
+		// A share's process reads with its owner's credentials only.
+		if owner, _ := n.shares.snapshot(s); owner != id {
+			return
+		}
+		process = s.id
+	}
+	if err := n.deliverCredentials(ctx, process, c); errors.Is(err, supervisor.ErrNotRotatable) && changed { // once, not at every republish
+		klog.InfoS("volume was staged without credentials: the secret's take effect at its next stage", "volume", id)
+	}
+}
+
+// deliverCredentials hands c to the FUSE process of process (a volume or a
+// share). Failures other than ErrNotRotatable are logged; all are returned.
+func (n *Node) deliverCredentials(ctx context.Context, process string, c objstore.Credentials) error {
 	u, ok := n.mounter.(credentialsUpdater)
 	if !ok {
-		return
+		return nil
 	}
 	rctx, cancel := n.opContext(ctx)
 	defer cancel()
-	switch err := u.UpdateCredentials(rctx, id, c); {
-	case err == nil:
-	case errors.Is(err, supervisor.ErrNotRotatable):
-		if changed { // once, not at every republish
-			klog.InfoS("volume was staged without credentials: the secret's take effect at its next stage", "volume", id)
-		}
-	default:
-		klog.ErrorS(err, "delivering new credentials to the FUSE process; the next NodePublishVolume retries", "volume", id)
+	err := u.UpdateCredentials(rctx, process, c)
+	if err != nil && !errors.Is(err, supervisor.ErrNotRotatable) {
+		klog.ErrorS(err, "delivering new credentials to the FUSE process; the next NodePublishVolume retries", "volume", process)
 	}
+	return err
 }
 
 // forgetRotation removes a volume's rotation files when it is unstaged.

@@ -119,7 +119,7 @@ func TestRotateCredentialsOnRepublish(t *testing.T) {
 	if got := servingPid(t, h, v.id); got != pid {
 		t.Errorf("FUSE process %d replaced by %d: rotation must not restart it", pid, got)
 	}
-	if s, err := h.node.mounter.Check(t.Context(), v.id); err != nil || s.Heals != 0 {
+	if s, err := h.node.check(t.Context(), v.id); err != nil || s.Heals != 0 {
 		t.Errorf("Check = %+v, %v; want no heal", s, err)
 	}
 	saved, err := h.node.state.LoadCredentials(v.id)

@@ -57,6 +57,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	mode := vc.GetAccessMode().GetMode()
 	flags, group := vc.GetMount().GetMountFlags(), vc.GetMount().GetVolumeMountGroup()
 	recorded := true // the record says which flags and group it is staged with
+	shared := false  // decided below for a new stage, kept for a repeated one
 	context := volumeattr.Encode(attrs)
 	old, staged := n.state.Get(id)
 	if staged {
@@ -75,8 +76,8 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 		}
 		// The volume stays as staged: a request without fsGroup, or one
 		// for a volume of an older release, takes it as it is.
-		flags, group, recorded = old.MountFlags, old.MountGroup, old.MountRecorded
-		if _, err := n.mounter.Check(ctx, id); err == nil {
+		flags, group, recorded, shared = old.MountFlags, old.MountGroup, old.MountRecorded, old.Shared
+		if _, err := n.check(ctx, id); err == nil {
 			n.rotateCredentials(ctx, id, attrs.Credentials()) // a changed node-stage secret (node_rotate.go)
 			return nil                                        // staged and supervised: a repeated call
 		}
@@ -88,10 +89,15 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return fmt.Errorf("staging path: %w", err)
 	}
+	if !staged {
+		shared = shareable(spec)
+	}
 	mreq := n.mountRequest(id, staging, spec, attrs.Credentials())
 	mreq.SharedCacheCredentials = attrs.SharedCacheCredentials()
-	if err := os.MkdirAll(mreq.CacheDir, 0o700); err != nil {
-		return fmt.Errorf("cache directory: %w", err)
+	if !shared { // a share has a cache directory of its own
+		if err := os.MkdirAll(mreq.CacheDir, 0o700); err != nil {
+			return fmt.Errorf("cache directory: %w", err)
+		}
 	}
 	// Record first: a node plugin that dies while mounting finds the
 	// volume on restart and mounts it again (or drops it).
@@ -103,13 +109,13 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	}
 	err = n.state.Update(id, func(v nodestate.Volume, ok bool) (nodestate.Volume, bool, error) {
 		v.StagingPath, v.Context, v.AccessMode = staging, context, mode.String()
-		v.MountFlags, v.MountGroup, v.MountRecorded = flags, group, recorded
+		v.MountFlags, v.MountGroup, v.MountRecorded, v.Shared = flags, group, recorded, shared
 		return v, true, nil
 	})
 	if err != nil {
 		return err
 	}
-	if err := n.mounter.Stage(ctx, mreq); err != nil {
+	if err := n.stage(ctx, mreq, shared); err != nil {
 		if !staged {
 			n.forget(id)
 		}
@@ -119,6 +125,15 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 		"mountOptions", spec.MountOptions, "mountGroup", group, "cacheDir", mreq.CacheDir)
 	n.startWarmup(id, staging, attrs.Warmup) // the warmup attribute, in the background (node_warmup.go)
 	return nil
+}
+
+// stage starts serving req: its own FUSE process, or its share's.
+func (n *Node) stage(ctx context.Context, req supervisor.Request, shared bool) error {
+	if shared {
+		_, err := n.stageShared(ctx, req)
+		return err
+	}
+	return n.mounter.Stage(ctx, req)
 }
 
 // stageError classifies a supervisor error for toStatus.
@@ -175,7 +190,11 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	}
 	defer release()
 	n.stopWarmup(ctx, id)
-	if err := n.mounter.Unstage(ctx, id, staging); err != nil {
+	unstage := n.mounter.Unstage
+	if s := n.shares.of(id); s != nil {
+		unstage = func(ctx context.Context, id, staging string) error { return n.unstageShared(ctx, s, id, staging) }
+	}
+	if err := unstage(ctx, id, staging); err != nil {
 		return nil, toStatus(err)
 	}
 	n.forget(id)

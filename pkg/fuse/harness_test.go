@@ -6,15 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/basin-csi/basin/internal/fusectl"
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/cache/tier"
@@ -140,12 +138,7 @@ func unmountOrAbort(t testing.TB, m *Mounted, dir string, dev uint64) {
 	case <-time.After(20 * time.Second):
 		t.Errorf("unmount %s hung; aborting the connection", dir)
 	}
-	const ctl = "/sys/fs/fuse/connections"
-	if _, err := os.Stat(ctl + "/" + fmt.Sprint(unix.Minor(dev))); err != nil {
-		_ = syscall.Mount("fusectl", ctl, "fusectl", 0, "")
-	}
-	abort := fmt.Sprintf("%s/%d/abort", ctl, unix.Minor(dev))
-	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+	if err := fusectl.Abort(dev); err != nil {
 		t.Errorf("abort %s: %v", dir, err)
 	}
 	_ = syscall.Unmount(dir, syscall.MNT_DETACH)

@@ -162,10 +162,11 @@ func (k *LinuxKernel) Bind(ctx context.Context, source, target string, readOnly 
 		if !readOnly {
 			return nil
 		}
-		// A source that is no mount point (a test's plain directory)
-		// keeps nosuid and nodev alone; an unreadable mount table fails.
-		mi, err := lastMount(source)
-		if err != nil && !errors.Is(err, ErrNotMounted) {
+		// The new bind carries the per-mount flags of the mount its
+		// source lies in (the source may be a directory below a mount
+		// point); an unreadable mount table fails.
+		mi, err := lastMount(target)
+		if err != nil {
 			_ = unix.Unmount(target, unix.MNT_DETACH)
 			return err
 		}

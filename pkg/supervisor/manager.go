@@ -40,9 +40,12 @@ func (r Request) same(o Request) bool {
 		reflect.DeepEqual(r.Spec, o.Spec)
 }
 
-// Bind is a published target of a volume: a bind mount of the staging
-// path.
+// Bind is a bind mount re-made after a remount: a published target of a
+// volume (a bind mount of the staging path), or a path bound from
+// another directory (Source).
 type Bind struct {
+	// Source is what is bound on Target; "" is the volume's staging path.
+	Source   string
 	Target   string
 	ReadOnly bool
 }
@@ -100,8 +103,9 @@ type Config struct {
 	// Env is the environment of the FUSE processes (os.Environ() when
 	// nil).
 	Env []string
-	// Binds returns the published targets of a volume, re-bound after a
-	// remount. nil means none.
+	// Binds returns the bind mounts of a volume re-made, in order, after a
+	// remount: its published targets, and for a FUSE process several
+	// volumes share, each volume's staging path first. nil means none.
 	Binds func(volumeID string) []Bind
 	// ReadyTimeout bounds a child's start until it answers (default 60s;
 	// a request's context may end it earlier).

@@ -282,11 +282,16 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// rebind binds the staging path again on every published target. A target
-// that cannot be bound (its pod is gone) is logged and skipped.
+// rebind makes the volume's bind mounts again (Config.Binds), in order: a
+// published target gets the staging path. A target that cannot be bound
+// (its pod is gone) is logged and skipped.
 func (m *Manager) rebind(ctx context.Context, v *volume) {
 	for _, b := range m.cfg.Binds(v.req.VolumeID) {
-		if err := m.cfg.Kernel.Bind(ctx, v.req.StagingPath, b.Target, b.ReadOnly); err != nil {
+		source := b.Source
+		if source == "" {
+			source = v.req.StagingPath
+		}
+		if err := m.cfg.Kernel.Bind(ctx, source, b.Target, b.ReadOnly); err != nil {
 			klog.ErrorS(err, "re-binding a published target", "volume", v.req.VolumeID, "target", b.Target)
 			continue
 		}

@@ -82,7 +82,6 @@ func TestSoak(t *testing.T) {
 	out, _ = filepath.Abs(out)
 	fmt.Fprintf(os.Stderr, "soak: seed=%d duration=%v report=%s (replay: make soak DURATION=%v SOAK_SEED=%d)\n", seed, d, out, d, seed)
 	testserver.RequireFUSE(t)
-	ensureFusectl(t)
 
 	s := newSoakRig(t, out)
 	sched := schedule(seed, d, soakVolumes)

@@ -9,13 +9,12 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
-	mountutils "k8s.io/mount-utils"
 
+	"github.com/basin-csi/basin/internal/fusectl"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
@@ -323,27 +322,6 @@ func fillToFloor(dir string) (int64, error) {
 	return n, nil
 }
 
-// fusectlDir is where the kernel's FUSE control file system lists each
-// connection (its abort file).
-const fusectlDir = "/sys/fs/fuse/connections"
-
-// ensureFusectl mounts the FUSE control file system unless it is mounted,
-// and unmounts it at the end of the test if it did.
-func ensureFusectl(t *testing.T) {
-	t.Helper()
-	if infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo"); err == nil {
-		for _, i := range infos {
-			if i.MountPoint == fusectlDir {
-				return
-			}
-		}
-	}
-	if err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, ""); err != nil {
-		t.Fatalf("mount the FUSE control file system (the remount fault aborts connections there): %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(fusectlDir, 0) })
-}
-
 // abortConnection aborts the FUSE connection mounted on path, as
 // /sys/fs/fuse/connections/N/abort does: the mount answers ENOTCONN until
 // it is mounted again.
@@ -353,5 +331,5 @@ func abortConnection(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(fmt.Sprintf("%s/%d/abort", fusectlDir, unix.Minor(dev)), []byte("1"), 0)
+	return fusectl.Abort(dev)
 }

@@ -72,6 +72,12 @@ type VolumeCacheStatus struct {
 	// bucket.
 	// +optional
 	SharedCacheDegraded bool `json:"sharedCacheDegraded,omitempty"`
+	// SharedWith names the other PersistentVolumes whose data on the
+	// node is this same cache: read-only volumes of one source share one
+	// FUSE process and cache there. CachedBytes and CachedObjects count
+	// those bytes once for all of them; add them up once per cache.
+	// +optional
+	SharedWith []string `json:"sharedWith,omitempty"`
 	// UpdateTime is when the node plugin last wrote this status.
 	UpdateTime metav1.Time `json:"updateTime"`
 }

@@ -106,6 +106,11 @@ func (in *VolumeCacheStatus) DeepCopyInto(out *VolumeCacheStatus) {
 		in, out := &in.LastUseTime, &out.LastUseTime
 		*out = (*in).DeepCopy()
 	}
+	if in.SharedWith != nil {
+		in, out := &in.SharedWith, &out.SharedWith
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.UpdateTime.DeepCopyInto(&out.UpdateTime)
 }
 

@@ -51,6 +51,11 @@ type Volume struct {
 	// An older release rewriting the file drops the field too, as it
 	// drops the flags and group it restages without.
 	MountRecorded bool `json:"mountRecorded,omitempty"`
+	// Shared says the staging path is bound from a FUSE process that
+	// read-only volumes of one source share (pkg/driver/node_share.go);
+	// false: the volume's own process is mounted there, as every
+	// volume of the releases before sharing.
+	Shared bool `json:"shared,omitempty"`
 	// Targets are the published targets by path.
 	Targets map[string]Target `json:"targets,omitempty"`
 }

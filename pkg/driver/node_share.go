@@ -1,0 +1,410 @@
+package driver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/supervisor"
+)
+
+// One copy of a dataset per node. Read-only volumes whose mount specs
+// differ in nothing but the prefix, and whose prefixes are equal or nested,
+// share one FUSE process and so one cache: the share. The share's process
+// is mounted on its own directory (shareMountDir) with the prefix of the
+// volume that started it, and each member volume's staging path is a
+// read-only bind mount of the share's directory for its prefix. The
+// kernel then also keeps one page cache for the members' files.
+//
+//   - What must match: every setting of the spec (TTLs, uid/gid, modes,
+//     fsGroup, mount flags, cache settings, open mode, the shared cache
+//     tier), so no setting of one volume reaches another. Writable
+//     volumes never share: each writes with its own credentials.
+//   - Access: the process reads the bucket with the credentials of one
+//     member (the owner). Every other member proves at stage, with its
+//     own credentials, that it can list and read its prefix
+//     (proveReadable) before it is bound to anything the share cached.
+//     When the owner leaves, the next member's credentials take over.
+//   - Recovery: the share is one supervised volume (its ID is shareID),
+//     so takeover, the standby, the descriptor holder and remounts work
+//     as for any volume; after a remount the supervisor binds the
+//     members' staging paths again before their published targets
+//     (shareBinds). A restarted node plugin builds its table again as the
+//     start-up reconcile stages each recorded member.
+//   - Accounting: the share has one cache directory, so its bytes are
+//     counted once by the metrics (StagedVolumes names the share) and by
+//     `csi-driver cache stats`.
+
+// shareIDPrefix starts the supervisor's volume ID of every share (a
+// volume handle of that form would only be a share's name in logs: the
+// table, not the name, tells a share).
+const shareIDPrefix = "basin.csi.dev/share/"
+
+// sharesDirName is the directory, beside the volumes' staging
+// directories, that holds the shares' mount points.
+const sharesDirName = ".basin-shares"
+
+// share is one FUSE process serving several volumes.
+type share struct {
+	id    string // supervisor volume ID, shareIDPrefix + hash
+	key   string // shareKey of the members' specs
+	root  string // the prefix the process serves
+	mount string // its mount point
+	owner string // the member whose credentials the process uses
+	// members by volume ID
+	members map[string]shareMember
+}
+
+// shareMember is a volume bound from a share.
+type shareMember struct {
+	staging string
+	sub     string // its prefix below the share's root ("" for the root)
+}
+
+// shareTable is the node's shares, in memory (rebuilt by the start-up
+// reconcile).
+type shareTable struct {
+	mu       sync.Mutex
+	byID     map[string]*share
+	byVolume map[string]*share
+	locks    keyedLocks // serialise the stages and unstages of one key
+}
+
+func newShareTable() *shareTable {
+	return &shareTable{byID: map[string]*share{}, byVolume: map[string]*share{}, locks: keyedLocks{m: map[string]*sync.Mutex{}}}
+}
+
+// shareable reports whether a volume with spec may share a process.
+func shareable(spec mountspec.Spec) bool { return spec.ReadOnly }
+
+// shareKey is the digest of everything in spec but the prefix: volumes
+// with equal keys may share.
+func shareKey(spec mountspec.Spec) string {
+	spec.Prefix = ""
+	b, err := json.Marshal(spec)
+	if err != nil {
+		panic(fmt.Sprintf("driver: a mount spec does not marshal: %v", err)) // plain data: cannot happen
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// shareIDOf names the share of key serving root.
+func shareIDOf(key, root string) string {
+	sum := sha256.Sum256([]byte(key + "\x00" + root))
+	return shareIDPrefix + hex.EncodeToString(sum[:10])
+}
+
+// shareMountDir is where the share id is mounted: under NodeConfig.SharesDir,
+// or beside the staging directories (kubelet's
+// .../basin.csi.dev/<hash>/globalmount).
+func (n *Node) shareMountDir(staging, id string) string {
+	root := n.cfg.SharesDir
+	if root == "" {
+		root = filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(staging))), sharesDirName)
+	}
+	return filepath.Join(root, id)
+}
+
+// under reports whether prefix is root or below it; sub is the rest.
+func under(prefix, root string) (sub string, ok bool) {
+	if !strings.HasPrefix(prefix, root) {
+		return "", false
+	}
+	return strings.TrimSuffix(prefix[len(root):], "/"), true
+}
+
+// find returns the share of key whose root holds prefix (the longest
+// root), or nil.
+func (t *shareTable) find(key, prefix string) (*share, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var best *share
+	var bestSub string
+	for _, s := range t.byID {
+		if s.key != key {
+			continue
+		}
+		if sub, ok := under(prefix, s.root); ok && (best == nil || len(s.root) > len(best.root)) {
+			best, bestSub = s, sub
+		}
+	}
+	return best, bestSub
+}
+
+// of returns the share of volume id, or nil.
+func (t *shareTable) of(id string) *share {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byVolume[id]
+}
+
+// snapshot copies share s's fields under the lock.
+func (t *shareTable) snapshot(s *share) (owner string, members map[string]shareMember) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := make(map[string]shareMember, len(s.members))
+	for id, sm := range s.members {
+		m[id] = sm
+	}
+	return s.owner, m
+}
+
+// stageShared stages a shareable volume: it joins the share of its source
+// (proving its credentials first) or starts one, and binds its staging
+// path. It returns the share's ID.
+func (n *Node) stageShared(ctx context.Context, req supervisor.Request) (string, error) {
+	key := shareKey(req.Spec)
+	unlock := n.shares.locks.lock(key)
+	defer unlock()
+	if s := n.shares.of(req.VolumeID); s != nil {
+		return s.id, n.bindMember(ctx, s, req.VolumeID) // a repeated stage
+	}
+	s, sub := n.shares.find(key, req.Spec.Prefix)
+	if s != nil {
+		if err := n.proveReadable(ctx, req); err != nil {
+			return "", err
+		}
+		source := filepath.Join(s.mount, sub)
+		if err := n.isDir(ctx, source); err != nil {
+			// Nothing under its prefix yet: a process of its own.
+			klog.InfoS("volume does not share: its prefix is no directory of the share", "volume", req.VolumeID, "share", s.id, "err", err)
+			s = nil
+		}
+	}
+	if s == nil {
+		var err error
+		if s, err = n.startShare(ctx, key, req); err != nil {
+			return "", err
+		}
+		sub = ""
+	}
+	n.shares.mu.Lock()
+	s.members[req.VolumeID] = shareMember{staging: req.StagingPath, sub: sub}
+	n.shares.byVolume[req.VolumeID] = s
+	n.shares.mu.Unlock()
+	if err := n.bindMember(ctx, s, req.VolumeID); err != nil {
+		if lerr := n.leaveShare(ctx, s, req.VolumeID); lerr != nil {
+			klog.ErrorS(lerr, "stopping a share whose only volume could not be bound", "share", s.id)
+		}
+		return "", err
+	}
+	klog.InfoS("volume shares a FUSE process", "volume", req.VolumeID, "share", s.id, "root", s.root, "sub", sub)
+	return s.id, nil
+}
+
+// startShare starts the FUSE process of a new share for req's prefix.
+func (n *Node) startShare(ctx context.Context, key string, req supervisor.Request) (*share, error) {
+	id := shareIDOf(key, req.Spec.Prefix)
+	s := &share{id: id, key: key, root: req.Spec.Prefix, mount: n.shareMountDir(req.StagingPath, id), owner: req.VolumeID,
+		members: map[string]shareMember{}}
+	if err := os.MkdirAll(s.mount, 0o750); err != nil {
+		return nil, fmt.Errorf("share mount point: %w", err)
+	}
+	sreq := req
+	sreq.VolumeID, sreq.StagingPath, sreq.CacheDir = s.id, s.mount, cacheDirFor(n.cfg.CacheRoot, s.id)
+	if err := os.MkdirAll(sreq.CacheDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cache directory: %w", err)
+	}
+	if err := n.mounter.Stage(ctx, sreq); err != nil {
+		return nil, err
+	}
+	n.shares.mu.Lock()
+	n.shares.byID[s.id] = s
+	n.shares.mu.Unlock()
+	return s, nil
+}
+
+// bindMember binds the share's directory for volume id on its staging
+// path, read-only, unless that path is already a mount of the share's
+// connection. A staging path bound again (a share mounted anew after a
+// node plugin restart) is bound again on the volume's published targets
+// too, which held the old mount.
+func (n *Node) bindMember(ctx context.Context, s *share, id string) error {
+	n.shares.mu.Lock()
+	m := s.members[id]
+	n.shares.mu.Unlock()
+	if dev, err := n.kernel.MountDev(ctx, s.mount); err == nil {
+		if have, err := n.kernel.MountDev(ctx, m.staging); err == nil && have == dev {
+			return nil
+		}
+	}
+	bctx, cancel := n.opContext(ctx)
+	defer cancel()
+	if err := n.kernel.Bind(bctx, filepath.Join(s.mount, m.sub), m.staging, true); err != nil {
+		return err
+	}
+	for _, b := range n.volumeBinds(id) {
+		if err := n.kernel.Bind(bctx, m.staging, b.Target, b.ReadOnly); err != nil {
+			klog.ErrorS(err, "re-binding a published target", "volume", id, "target", b.Target)
+		}
+	}
+	return nil
+}
+
+// unstageShared unmounts a member's staging path and leaves its share;
+// the last member stops the share's process.
+func (n *Node) unstageShared(ctx context.Context, s *share, id, staging string) error {
+	unlock := n.shares.locks.lock(s.key)
+	defer unlock()
+	uctx, cancel := n.opContext(ctx)
+	defer cancel()
+	if err := n.kernel.Unmount(uctx, staging); err != nil {
+		return err
+	}
+	return n.leaveShare(ctx, s, id)
+}
+
+// leaveShare removes member id from s; the last member stops the share's
+// process, and an owner that leaves hands the process its successor's
+// credentials. The caller holds the key's lock.
+func (n *Node) leaveShare(ctx context.Context, s *share, id string) error {
+	n.shares.mu.Lock()
+	delete(s.members, id)
+	delete(n.shares.byVolume, id)
+	last := len(s.members) == 0
+	var next string
+	if !last && s.owner == id {
+		ids := make([]string, 0, len(s.members))
+		for m := range s.members {
+			ids = append(ids, m)
+		}
+		slices.Sort(ids)
+		next, s.owner = ids[0], ids[0]
+	}
+	if last {
+		delete(n.shares.byID, s.id)
+	}
+	n.shares.mu.Unlock()
+	if last {
+		if err := n.mounter.Unstage(ctx, s.id, s.mount); err != nil {
+			return err
+		}
+		n.forgetRotation(s.id)
+		if err := os.Remove(s.mount); err != nil && !errors.Is(err, os.ErrNotExist) {
+			klog.ErrorS(err, "removing a share's mount point", "share", s.id)
+		}
+		klog.InfoS("share stopped: its last volume left", "share", s.id)
+		return nil
+	}
+	if next != "" {
+		creds, err := n.state.LoadCredentials(next)
+		switch {
+		case err == nil && !creds.IsZero():
+			_ = n.deliverCredentials(ctx, s.id, creds) // logged there
+		case err == nil: // the default chain: the process keeps what it has
+		default:
+			klog.ErrorS(err, "loading the credentials of a share's next owner", "share", s.id, "volume", next)
+		}
+	}
+	return nil
+}
+
+// ShareMembers returns the volumes share id serves, sorted; nil when id
+// names no share.
+func (n *Node) ShareMembers(id string) []string {
+	n.shares.mu.Lock()
+	s := n.shares.byID[id]
+	n.shares.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	_, members := n.shares.snapshot(s)
+	out := make([]string, 0, len(members))
+	for m := range members {
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check is the supervisor's status of volume id's FUSE process: its
+// share's, for a member.
+func (n *Node) check(ctx context.Context, id string) (supervisor.Status, error) {
+	if s := n.shares.of(id); s != nil {
+		return n.mounter.Check(ctx, s.id)
+	}
+	return n.mounter.Check(ctx, id)
+}
+
+// isDir checks, under the operation timeout, that path is a directory.
+func (n *Node) isDir(ctx context.Context, path string) error {
+	ctx, cancel := n.opContext(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { // may block on a hung FUSE mount
+		fi, err := os.Stat(path)
+		if err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is no directory", path)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("stat %s: %w", path, ctx.Err())
+	}
+}
+
+// shareBinds are the bind mounts the supervisor makes again after a
+// remount of share id: each member's staging path, then each member's
+// published targets. ok is false when id is no share.
+func (n *Node) shareBinds(id string) (_ []supervisor.Bind, ok bool) {
+	n.shares.mu.Lock()
+	s := n.shares.byID[id]
+	n.shares.mu.Unlock()
+	if s == nil {
+		return nil, false
+	}
+	_, members := n.shares.snapshot(s)
+	ids := make([]string, 0, len(members))
+	for m := range members {
+		ids = append(ids, m)
+	}
+	slices.Sort(ids)
+	var out []supervisor.Bind
+	for _, m := range ids {
+		out = append(out, supervisor.Bind{Source: filepath.Join(s.mount, members[m].sub), Target: members[m].staging, ReadOnly: true})
+	}
+	for _, m := range ids {
+		for _, b := range n.volumeBinds(m) {
+			b.Source = members[m].staging
+			out = append(out, b)
+		}
+	}
+	return out, true
+}
+
+// keyedLocks is a mutex per key.
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex // one entry per key ever used
+}
+
+func (k *keyedLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	l := k.m[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// shareProbeTimeout bounds proveReadable's requests.
+const shareProbeTimeout = 30 * time.Second
