@@ -14,7 +14,7 @@ out=$(cd "$out" && pwd)
 # Tests run in both variants (a new chaos test with a summary joins here,
 # gets an env var below and a line at the end); tests of correctness alone
 # run idle only.
-both='TestChaos$|TestChaosWriters|TestChaosNodePlugin'
+both='TestChaos$|TestChaosWriters|TestChaosNodePlugin|TestChaosSharedVolumes'
 idle_only='TestTakeover|TestHung'
 variants=${CHAOS_VARIANTS:-idle saturated}
 
@@ -31,6 +31,7 @@ for v in $variants; do
     BASIN_CHAOS_SUMMARY="$out/$prefix-summary.txt" \
     BASIN_CHAOS_NODE_SUMMARY="$out/$prefix-node-summary.txt" \
     BASIN_CHAOS_WRITER_SUMMARY="$out/$prefix-writer-summary.txt" \
+    BASIN_CHAOS_SHARED_SUMMARY="$out/$prefix-shared-summary.txt" \
     "$GO" test -count=1 -timeout 15m -run "$run" -v ./tests/chaos/ 2>&1 | awk '!/^[IWE][0-9]/ || /fuse op failed/'
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
@@ -47,6 +48,7 @@ summary() {
 summaries() {
   summary "$out/$1-writer-summary.txt" "$2" "writers: errors=? (no summary: the test did not finish)"
   summary "$out/$1-node-summary.txt" "$2" "node plugin restarts: errors=? (no summary: the test did not finish)"
+  summary "$out/$1-shared-summary.txt" "$2" "shared volumes: errors=? (no summary: the test did not finish)"
   summary "$out/$1-summary.txt" "$2" "errors=? (no summary: the chaos test did not finish)"
 }
 case " $variants " in *" saturated "*) summaries chaos-saturated "saturated: " ;; esac

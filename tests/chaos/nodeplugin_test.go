@@ -59,7 +59,7 @@ func TestChaosNodePlugin(t *testing.T) {
 			r.kill(r.holder)
 			r.startHolder(t)
 			holderRestarts++
-			r.waitHeld(t, volumeID)
+			r.waitHeld(t, 1)
 		}
 		at := time.Now()
 		r.killNodeContainer(t)
