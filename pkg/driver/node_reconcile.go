@@ -160,7 +160,7 @@ func (n *Node) restage(ctx context.Context, v nodestate.Volume) error {
 	}
 	req := n.mountRequest(v.ID, v.StagingPath, spec, creds)
 	req.SharedCacheCredentials = tierCreds
-	return n.stage(ctx, req, v.Shared)
+	return n.stage(ctx, req)
 }
 
 // gone reports whether path no longer exists. A mount point is not gone,

@@ -37,20 +37,21 @@ import (
 //     own credentials, that it can list and read its prefix
 //     (proveReadable) before it is bound to anything the share cached.
 //     When the owner leaves, the next member's credentials take over.
-//   - Recovery: the share is one supervised volume (its ID is shareID),
-//     so takeover, the standby, the descriptor holder and remounts work
-//     as for any volume; after a remount the supervisor binds the
-//     members' staging paths again before their published targets
-//     (shareBinds). A restarted node plugin builds its table again as the
-//     start-up reconcile stages each recorded member.
+//   - Identity: a share is named after the volume that started it. Its
+//     process, cache directory, held connection and metrics are that
+//     volume's, exactly as without sharing, so a volume alone on a node
+//     looks as it always did, and a volume staged again finds its cache.
+//     It keeps the name when that volume leaves.
+//   - Recovery: the share is one supervised volume, so takeover, the
+//     standby, the descriptor holder and remounts work as for any volume;
+//     after a remount the supervisor binds the members' staging paths
+//     again before their published targets (shareBinds). Each member's
+//     record names its share and the share's prefix (nodestate), so a
+//     restarted node plugin's start-up reconcile stages the same shares
+//     again and takes their connections over.
 //   - Accounting: the share has one cache directory, so its bytes are
 //     counted once by the metrics (StagedVolumes names the share) and by
 //     `csi-driver cache stats`.
-
-// shareIDPrefix starts the supervisor's volume ID of every share (a
-// volume handle of that form would only be a share's name in logs: the
-// table, not the name, tells a share).
-const shareIDPrefix = "basin.csi.dev/share/"
 
 // sharesDirName is the directory, beside the volumes' staging
 // directories, that holds the shares' mount points.
@@ -58,7 +59,7 @@ const sharesDirName = ".basin-shares"
 
 // share is one FUSE process serving several volumes.
 type share struct {
-	id    string // supervisor volume ID, shareIDPrefix + hash
+	id    string // supervisor volume ID: the volume that started it
 	key   string // shareKey of the members' specs
 	root  string // the prefix the process serves
 	mount string // its mount point
@@ -101,12 +102,6 @@ func shareKey(spec mountspec.Spec) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// shareIDOf names the share of key serving root.
-func shareIDOf(key, root string) string {
-	sum := sha256.Sum256([]byte(key + "\x00" + root))
-	return shareIDPrefix + hex.EncodeToString(sum[:10])
-}
-
 // shareMountDir is where the share id is mounted: under NodeConfig.SharesDir,
 // or beside the staging directories (kubelet's
 // .../basin.csi.dev/<hash>/globalmount).
@@ -115,7 +110,8 @@ func (n *Node) shareMountDir(staging, id string) string {
 	if root == "" {
 		root = filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(staging))), sharesDirName)
 	}
-	return filepath.Join(root, id)
+	sum := sha256.Sum256([]byte(id)) // volume IDs hold '/'
+	return filepath.Join(root, hex.EncodeToString(sum[:16]))
 }
 
 // under reports whether prefix is root or below it; sub is the rest.
@@ -144,6 +140,18 @@ func (t *shareTable) find(key, prefix string) (*share, string) {
 	return best, bestSub
 }
 
+// named returns share id when it serves key and holds prefix, or nil.
+func (t *shareTable) named(id, key, prefix string) (*share, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byID[id]; s != nil && s.key == key {
+		if sub, ok := under(prefix, s.root); ok {
+			return s, sub
+		}
+	}
+	return nil, ""
+}
+
 // of returns the share of volume id, or nil.
 func (t *shareTable) of(id string) *share {
 	t.mu.Lock()
@@ -162,34 +170,50 @@ func (t *shareTable) snapshot(s *share) (owner string, members map[string]shareM
 	return s.owner, m
 }
 
+// shareRecord is what a member's record keeps of its share: its ID and
+// the prefix it serves (zero before the first stage).
+type shareRecord struct {
+	ID, Root string
+}
+
 // stageShared stages a shareable volume: it joins the share of its source
 // (proving its credentials first) or starts one, and binds its staging
-// path. It returns the share's ID.
-func (n *Node) stageShared(ctx context.Context, req supervisor.Request) (string, error) {
+// path. rec is the share the volume's record names (a restage after a node
+// plugin restart): that share is staged again, under its name. It returns
+// the share the volume is a member of.
+func (n *Node) stageShared(ctx context.Context, req supervisor.Request, rec shareRecord) (shareRecord, error) {
 	key := shareKey(req.Spec)
 	unlock := n.shares.locks.lock(key)
 	defer unlock()
 	if s := n.shares.of(req.VolumeID); s != nil {
-		return s.id, n.bindMember(ctx, s, req.VolumeID) // a repeated stage
+		return shareRecord{s.id, s.root}, n.bindMember(ctx, s, req.VolumeID) // a repeated stage
 	}
-	s, sub := n.shares.find(key, req.Spec.Prefix)
-	if s != nil {
+	var s *share
+	var sub string
+	if rec.ID != "" {
+		s, sub = n.shares.named(rec.ID, key, req.Spec.Prefix)
+	} else {
+		s, sub = n.shares.find(key, req.Spec.Prefix)
+	}
+	if s != nil && s.id != req.VolumeID {
 		if err := n.proveReadable(ctx, req); err != nil {
-			return "", err
+			return shareRecord{}, err
 		}
-		source := filepath.Join(s.mount, sub)
-		if err := n.isDir(ctx, source); err != nil {
+		if err := n.isDir(ctx, filepath.Join(s.mount, sub)); err != nil && rec.ID == "" {
 			// Nothing under its prefix yet: a process of its own.
 			klog.InfoS("volume does not share: its prefix is no directory of the share", "volume", req.VolumeID, "share", s.id, "err", err)
 			s = nil
 		}
 	}
 	if s == nil {
-		var err error
-		if s, err = n.startShare(ctx, key, req); err != nil {
-			return "", err
+		if rec.ID == "" || !strings.HasPrefix(req.Spec.Prefix, rec.Root) {
+			rec = shareRecord{ID: req.VolumeID, Root: req.Spec.Prefix}
 		}
-		sub = ""
+		var err error
+		if s, err = n.startShare(ctx, key, req, rec); err != nil {
+			return shareRecord{}, err
+		}
+		sub, _ = under(req.Spec.Prefix, s.root)
 	}
 	n.shares.mu.Lock()
 	s.members[req.VolumeID] = shareMember{staging: req.StagingPath, sub: sub}
@@ -199,22 +223,31 @@ func (n *Node) stageShared(ctx context.Context, req supervisor.Request) (string,
 		if lerr := n.leaveShare(ctx, s, req.VolumeID); lerr != nil {
 			klog.ErrorS(lerr, "stopping a share whose only volume could not be bound", "share", s.id)
 		}
-		return "", err
+		return shareRecord{}, err
 	}
-	klog.InfoS("volume shares a FUSE process", "volume", req.VolumeID, "share", s.id, "root", s.root, "sub", sub)
-	return s.id, nil
+	klog.InfoS("volume served by a shared FUSE process", "volume", req.VolumeID, "share", s.id, "root", s.root, "sub", sub)
+	return shareRecord{s.id, s.root}, nil
 }
 
-// startShare starts the FUSE process of a new share for req's prefix.
-func (n *Node) startShare(ctx context.Context, key string, req supervisor.Request) (*share, error) {
-	id := shareIDOf(key, req.Spec.Prefix)
-	s := &share{id: id, key: key, root: req.Spec.Prefix, mount: n.shareMountDir(req.StagingPath, id), owner: req.VolumeID,
+// startShare starts the FUSE process of share rec (named rec.ID, serving
+// rec.Root) with req's spec and credentials. A name taken by another share
+// (its volume left it and was staged again with other settings) gets a
+// suffix.
+func (n *Node) startShare(ctx context.Context, key string, req supervisor.Request, rec shareRecord) (*share, error) {
+	n.shares.mu.Lock()
+	if n.shares.byID[rec.ID] != nil {
+		sum := sha256.Sum256([]byte(key + "\x00" + rec.Root))
+		rec.ID += "#" + hex.EncodeToString(sum[:4])
+	}
+	n.shares.mu.Unlock()
+	s := &share{id: rec.ID, key: key, root: rec.Root, mount: n.shareMountDir(req.StagingPath, rec.ID), owner: req.VolumeID,
 		members: map[string]shareMember{}}
 	if err := os.MkdirAll(s.mount, 0o750); err != nil {
 		return nil, fmt.Errorf("share mount point: %w", err)
 	}
 	sreq := req
 	sreq.VolumeID, sreq.StagingPath, sreq.CacheDir = s.id, s.mount, cacheDirFor(n.cfg.CacheRoot, s.id)
+	sreq.Spec.Prefix = s.root
 	if err := os.MkdirAll(sreq.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cache directory: %w", err)
 	}

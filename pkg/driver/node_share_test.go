@@ -14,6 +14,7 @@ import (
 	"github.com/basin-csi/basin/internal/fusectl"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
 // stageMode stages v at staging with access mode m.
@@ -76,10 +77,16 @@ func TestReadOnlyVolumesShareOneProcess(t *testing.T) {
 	if got := h.node.ShareMembers(share.id); len(got) != 3 {
 		t.Errorf("share members = %v, want the three read-only volumes", got)
 	}
-	for _, v := range []realVolume{a, b, nested} {
+	if share.id != a.id {
+		t.Errorf("the share is named %q, want the volume that started it, %q", share.id, a.id)
+	}
+	for _, v := range []realVolume{b, nested} {
 		if _, err := os.Stat(cacheDirFor(h.cfg.CacheRoot, v.id)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("volume %s has a cache directory of its own (%v): the share's is the only one", v.id, err)
 		}
+	}
+	if rec, _ := h.node.state.Get(nested.id); rec.Share != a.id || rec.ShareRoot != "data/" {
+		t.Errorf("the nested volume's record names share %q of prefix %q, want %q of %q", rec.Share, rec.ShareRoot, a.id, "data/")
 	}
 	if vols := h.node.StagedVolumes(t.Context()); len(vols) != 1 || vols[0].ID != share.id || len(vols[0].Members) != 3 {
 		t.Errorf("StagedVolumes = %+v, want the share once with its three members", vols)
@@ -204,17 +211,20 @@ func TestSharedVolumeHeals(t *testing.T) {
 	h.unstage(t, b, stagings[b.id])
 }
 
-// TestSharedVolumesTakenBack: a restarted node plugin takes a share back
-// from the node state: one new process serves both volumes, through their
-// staging paths and published target, and unstaging both ends it.
+// TestSharedVolumesTakenBack: a restarted node plugin takes shares back
+// from the node state: one new process serves the volumes of a share,
+// through their staging paths and published targets, also a share whose
+// first volume (whose name it bears) left before the restart; no FUSE
+// process of the old plugin is left, and unstaging the volumes ends it.
 func TestSharedVolumesTakenBack(t *testing.T) {
 	h := startNode(t, nil)
 	a := fileVolume(t, h)
-	b := a
+	b, c := a, a
 	b.id = "file/" + uniqueName("team-b-")
+	c.id = "file/" + uniqueName("team-c-")
 	const rox = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	stagings := map[string]string{}
-	for _, v := range []realVolume{a, b} {
+	for _, v := range []realVolume{a, b, c} {
 		stagings[v.id] = filepath.Join(h.dir, "csi", strings.ReplaceAll(v.id, "/", "_"), "globalmount")
 		if err := h.stageMode(t, v, stagings[v.id], rox); err != nil {
 			t.Fatal(err)
@@ -222,33 +232,37 @@ func TestSharedVolumesTakenBack(t *testing.T) {
 	}
 	target := filepath.Join(h.dir, "pod", "mount")
 	if _, err := h.client.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{
-		VolumeId: a.id, StagingTargetPath: stagings[a.id], TargetPath: target, Readonly: true, VolumeContext: a.context,
+		VolumeId: b.id, StagingTargetPath: stagings[b.id], TargetPath: target, Readonly: true, VolumeContext: b.context,
 		VolumeCapability: mountCap(rox),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	old := servingPid(t, h, a.id)
+	h.unstage(t, a, stagings[a.id]) // the share keeps its first volume's name
+	old := servingPid(t, h, b.id)
 
 	h.node.Close()
 	readFile(t, filepath.Join(target, "hello.txt"), "hello from the bucket")
 	h.serve(t)
 	h.waitReady(t)
-	pid := servingPid(t, h, a.id)
-	if p := servingPid(t, h, b.id); p != pid {
-		t.Errorf("after the restart %s is served by %d, %s by %d: want one process", a.id, pid, b.id, p)
+	pid := servingPid(t, h, b.id)
+	if p := servingPid(t, h, c.id); p != pid {
+		t.Errorf("after the restart %s is served by %d, %s by %d: want one process", b.id, pid, c.id, p)
 	}
-	if vols := h.node.StagedVolumes(t.Context()); len(vols) != 1 || len(vols[0].Members) != 2 {
-		t.Errorf("StagedVolumes after the restart = %+v, want one share of two volumes", vols)
+	if s := h.node.shares.of(b.id); s == nil || s.id != a.id {
+		t.Errorf("after the restart %s is served by share %+v, want the share named %s again", b.id, s, a.id)
+	}
+	if pids, err := supervisor.ProcsUnder(h.cfg.CacheRoot); err != nil || len(pids) != 1 {
+		t.Errorf("FUSE processes after the restart: %v (%v), want one", pids, err)
 	}
 	t.Logf("FUSE process %d before the restart, %d after", old, pid)
-	for _, p := range []string{stagings[a.id], stagings[b.id], target} {
+	for _, p := range []string{stagings[b.id], stagings[c.id], target} {
 		readFile(t, filepath.Join(p, "hello.txt"), "hello from the bucket")
 	}
-	if _, err := h.client.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: a.id, TargetPath: target}); err != nil {
+	if _, err := h.client.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: b.id, TargetPath: target}); err != nil {
 		t.Fatal(err)
 	}
-	h.unstage(t, a, stagings[a.id])
 	h.unstage(t, b, stagings[b.id])
+	h.unstage(t, c, stagings[c.id])
 	if err := syscall.Kill(pid, 0); err == nil {
 		if z, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat")); !strings.Contains(string(z), ") Z") {
 			t.Errorf("the share's FUSE process %d still runs after its volumes left", pid)

@@ -115,7 +115,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	if err != nil {
 		return err
 	}
-	if err := n.stage(ctx, mreq, shared); err != nil {
+	if err := n.stage(ctx, mreq); err != nil {
 		if !staged {
 			n.forget(id)
 		}
@@ -127,13 +127,22 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	return nil
 }
 
-// stage starts serving req: its own FUSE process, or its share's.
-func (n *Node) stage(ctx context.Context, req supervisor.Request, shared bool) error {
-	if shared {
-		_, err := n.stageShared(ctx, req)
+// stage starts serving the recorded volume of req: its own FUSE process,
+// or its share's (whose name and prefix it records).
+func (n *Node) stage(ctx context.Context, req supervisor.Request) error {
+	v, _ := n.state.Get(req.VolumeID)
+	if !v.Shared {
+		return n.mounter.Stage(ctx, req)
+	}
+	was := shareRecord{v.Share, v.ShareRoot}
+	rec, err := n.stageShared(ctx, req, was)
+	if err != nil || rec == was {
 		return err
 	}
-	return n.mounter.Stage(ctx, req)
+	return n.state.Update(req.VolumeID, func(v nodestate.Volume, ok bool) (nodestate.Volume, bool, error) {
+		v.Share, v.ShareRoot = rec.ID, rec.Root
+		return v, ok, nil
+	})
 }
 
 // stageError classifies a supervisor error for toStatus.

@@ -56,6 +56,12 @@ type Volume struct {
 	// false: the volume's own process is mounted there, as every
 	// volume of the releases before sharing.
 	Shared bool `json:"shared,omitempty"`
+	// Share names the share serving a shared volume (its supervised
+	// volume ID) and ShareRoot the prefix that share serves, so that a
+	// restarted node plugin stages the same share again; "" until its
+	// first stage is done.
+	Share     string `json:"share,omitempty"`
+	ShareRoot string `json:"shareRoot,omitempty"`
 	// Targets are the published targets by path.
 	Targets map[string]Target `json:"targets,omitempty"`
 }
