@@ -24,6 +24,10 @@
 //     the node advertises VOLUME_MOUNT_GROUP): at stage and at the
 //     start-up reconcile, from what the node state recorded. A volume has
 //     one group per node; a request for another is FailedPrecondition.
+//     node_share.go: read-only volumes of one source share a FUSE process
+//     and cache (their staging paths are bind mounts of the share);
+//     node_share_access.go: the proof, with a joining volume's own
+//     credentials, that it can read its source.
 //
 // Volume IDs carry everything DeleteVolume and the node need to find a
 // volume's data (backend, bucket, prefix, region, addressing style,
