@@ -148,6 +148,13 @@ func unmountOrAbort(t testing.TB, m *Mounted, dir string, dev uint64) {
 // not return in time.
 func within[T any](t testing.TB, what string, fn func() (T, error)) (T, error) {
 	t.Helper()
+	return withinFor(t, what, syscallTimeout, fn)
+}
+
+// withinFor is within with its own bound, for a call that makes many
+// requests to the bucket by design.
+func withinFor[T any](t testing.TB, what string, bound time.Duration, fn func() (T, error)) (T, error) {
+	t.Helper()
 	type result struct {
 		v   T
 		err error
@@ -160,8 +167,8 @@ func within[T any](t testing.TB, what string, fn func() (T, error)) (T, error) {
 	select {
 	case r := <-ch:
 		return r.v, r.err
-	case <-time.After(syscallTimeout):
-		t.Fatalf("%s: no answer after %v", what, syscallTimeout)
+	case <-time.After(bound):
+		t.Fatalf("%s: no answer after %v", what, bound)
 		panic("unreachable")
 	}
 }

@@ -351,6 +351,8 @@ func TestOverwriteKeepsOldDataUntilComplete(t *testing.T) {
 	points := []string{"open", "w 0", "w 6", "closing"}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	seed := uint64(1 << 20)
+	kernelEIOs := 0
+	defer func() { t.Logf("kernel_eio=%d", kernelEIOs) }()
 	for _, mode := range []string{modeTrunc, modeFtruncate, modeRewrite, modeCreate} {
 		key := "ckpt/" + mode + ".pt"
 		old := r.objectSum(t, key)
@@ -369,6 +371,7 @@ func TestOverwriteKeepsOldDataUntilComplete(t *testing.T) {
 			if point == "closing" {
 				time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond) // the upload under way
 			}
+			mark := serverLog.mark()
 			pid := r.pid(t)
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -385,6 +388,18 @@ func TestOverwriteKeepsOldDataUntilComplete(t *testing.T) {
 			result := w.until(t, "ok")
 			got := r.objectSum(t, key)
 			switch {
+			case result != "ok" && kernelEIO(result, serverLog.failedSince(mark)):
+				// The kernel failed a write the dying process was
+				// reading (see "A request copied at the kill" in
+				// docs/architecture.md): counted, not failed, as in the
+				// other chaos tests. The writer then closed what it had
+				// written: the old version, or its truncation.
+				kernelEIOs++
+				t.Logf("%s, killed at %q: the kernel's EIO on a write in flight at the kill: %q", mode, point, result)
+				truncated := mode == modeTrunc || mode == modeFtruncate
+				if got != old && got != want && (!truncated || got != sum(nil)) {
+					t.Errorf("%s, killed at %q: after the kernel's EIO the bucket holds %s, neither old %s, new %s nor the truncation", mode, point, short(got), short(old), short(want))
+				}
 			case result != "ok":
 				t.Errorf("%s, killed at %q: the writer failed across the takeover: %q", mode, point, result)
 				if got != old && got != want {
@@ -512,4 +527,12 @@ func TestChaosWriters(t *testing.T) {
 	}
 	writeSummary(t, "BASIN_CHAOS_WRITER_SUMMARY", fmt.Sprintf("writers: errors=%d kills=%d files=%d max_pause_ms=%d p50_pause_ms=%d kernel_eio=%d",
 		errs, len(done), len(rep.Closed), maxPause.Milliseconds(), p50.Milliseconds(), kernelEIO))
+}
+
+// kernelEIO reports whether a writer's failure is the kernel's EIO on a
+// write in flight at a kill: an "input/output error" of a write while no
+// FUSE process logged a failed operation (failed: their lines since the
+// kill).
+func kernelEIO(result string, failed []string) bool {
+	return strings.HasPrefix(result, "err write ") && strings.HasSuffix(result, "input/output error") && len(failed) == 0
 }
