@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/internal/keyedmutex"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
@@ -80,11 +81,11 @@ type shareTable struct {
 	mu       sync.Mutex
 	byID     map[string]*share
 	byVolume map[string]*share
-	locks    keyedLocks // serialise the stages and unstages of one key
+	locks    keyedmutex.Map // serialise the stages and unstages of one key
 }
 
 func newShareTable() *shareTable {
-	return &shareTable{byID: map[string]*share{}, byVolume: map[string]*share{}, locks: keyedLocks{m: map[string]*sync.Mutex{}}}
+	return &shareTable{byID: map[string]*share{}, byVolume: map[string]*share{}}
 }
 
 // shareable reports whether a volume with spec may share a process.
@@ -183,7 +184,7 @@ type shareRecord struct {
 // the share the volume is a member of.
 func (n *Node) stageShared(ctx context.Context, req supervisor.Request, rec shareRecord) (shareRecord, error) {
 	key := shareKey(req.Spec)
-	unlock := n.shares.locks.lock(key)
+	unlock := n.shares.locks.Lock(key)
 	defer unlock()
 	if s := n.shares.of(req.VolumeID); s != nil {
 		return shareRecord{s.id, s.root}, n.bindMember(ctx, s, req.VolumeID) // a repeated stage
@@ -290,7 +291,7 @@ func (n *Node) bindMember(ctx context.Context, s *share, id string) error {
 // unstageShared unmounts a member's staging path and leaves its share;
 // the last member stops the share's process.
 func (n *Node) unstageShared(ctx context.Context, s *share, id, staging string) error {
-	unlock := n.shares.locks.lock(s.key)
+	unlock := n.shares.locks.Lock(s.key)
 	defer unlock()
 	uctx, cancel := n.opContext(ctx)
 	defer cancel()
@@ -419,24 +420,6 @@ func (n *Node) shareBinds(id string) (_ []supervisor.Bind, ok bool) {
 		}
 	}
 	return out, true
-}
-
-// keyedLocks is a mutex per key.
-type keyedLocks struct {
-	mu sync.Mutex
-	m  map[string]*sync.Mutex // one entry per key ever used
-}
-
-func (k *keyedLocks) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	l := k.m[key]
-	if l == nil {
-		l = &sync.Mutex{}
-		k.m[key] = l
-	}
-	k.mu.Unlock()
-	l.Lock()
-	return l.Unlock
 }
 
 // shareProbeTimeout bounds proveReadable's requests.

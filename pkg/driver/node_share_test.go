@@ -27,6 +27,31 @@ func (h *nodeHarness) stageMode(t *testing.T, v realVolume, staging string, m cs
 	return err
 }
 
+// stageReadOnly stages vols read-only, each on a staging path of its own
+// laid out as kubelet does, and returns those paths by volume ID.
+func (h *nodeHarness) stageReadOnly(t *testing.T, vols ...realVolume) map[string]string {
+	t.Helper()
+	stagings := map[string]string{}
+	for _, v := range vols {
+		stagings[v.id] = filepath.Join(h.dir, "csi", strings.ReplaceAll(v.id, "/", "_"), "globalmount")
+		if err := h.stageMode(t, v, stagings[v.id], csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY); err != nil {
+			t.Fatalf("stage %s: %v", v.id, err)
+		}
+	}
+	return stagings
+}
+
+// publishReadOnly publishes v, staged at staging, read-only on target.
+func (h *nodeHarness) publishReadOnly(t *testing.T, v realVolume, staging, target string) {
+	t.Helper()
+	if _, err := h.client.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{
+		VolumeId: v.id, StagingTargetPath: staging, TargetPath: target, Readonly: true, VolumeContext: v.context,
+		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY),
+	}); err != nil {
+		t.Fatalf("NodePublishVolume %s: %v", target, err)
+	}
+}
+
 func (h *nodeHarness) unstage(t *testing.T, v realVolume, staging string) {
 	t.Helper()
 	if _, err := h.client.NodeUnstageVolume(t.Context(), &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: staging}); err != nil {
@@ -162,21 +187,9 @@ func TestSharedVolumeHeals(t *testing.T) {
 	a := fileVolume(t, h)
 	b := a
 	b.id = "file/" + uniqueName("team-b-")
-	const rox = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
-	stagings := map[string]string{}
-	for _, v := range []realVolume{a, b} {
-		stagings[v.id] = filepath.Join(h.dir, "csi", strings.ReplaceAll(v.id, "/", "_"), "globalmount")
-		if err := h.stageMode(t, v, stagings[v.id], rox); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stagings := h.stageReadOnly(t, a, b)
 	target := filepath.Join(h.dir, "pod", "mount")
-	if _, err := h.client.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{
-		VolumeId: b.id, StagingTargetPath: stagings[b.id], TargetPath: target, Readonly: true, VolumeContext: b.context,
-		VolumeCapability: mountCap(rox),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.publishReadOnly(t, b, stagings[b.id], target)
 	readFile(t, filepath.Join(target, "hello.txt"), "hello from the bucket")
 	pid := servingPid(t, h, a.id)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -222,21 +235,9 @@ func TestSharedVolumesTakenBack(t *testing.T) {
 	b, c := a, a
 	b.id = "file/" + uniqueName("team-b-")
 	c.id = "file/" + uniqueName("team-c-")
-	const rox = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
-	stagings := map[string]string{}
-	for _, v := range []realVolume{a, b, c} {
-		stagings[v.id] = filepath.Join(h.dir, "csi", strings.ReplaceAll(v.id, "/", "_"), "globalmount")
-		if err := h.stageMode(t, v, stagings[v.id], rox); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stagings := h.stageReadOnly(t, a, b, c)
 	target := filepath.Join(h.dir, "pod", "mount")
-	if _, err := h.client.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{
-		VolumeId: b.id, StagingTargetPath: stagings[b.id], TargetPath: target, Readonly: true, VolumeContext: b.context,
-		VolumeCapability: mountCap(rox),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.publishReadOnly(t, b, stagings[b.id], target)
 	h.unstage(t, a, stagings[a.id]) // the share keeps its first volume's name
 	old := servingPid(t, h, b.id)
 

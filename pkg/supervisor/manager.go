@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/bdi"
+	"github.com/basin-csi/basin/internal/keyedmutex"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -177,7 +178,7 @@ type Manager struct {
 	mu      sync.Mutex         // guards vols, closed
 	vols    map[string]*volume // by volume ID
 	closed  bool
-	opLocks keyedMutex // serialises Stage/Unstage of one volume
+	opLocks keyedmutex.Map // serialises Stage/Unstage of one volume
 
 	heals atomic.Int64 // heals of all volumes
 
@@ -194,7 +195,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, errors.New("supervisor: no credentials directory configured")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{cfg: cfg, ctx: ctx, cancel: cancel, vols: map[string]*volume{}, opLocks: keyedMutex{m: map[string]*sync.Mutex{}},
+	m := &Manager{cfg: cfg, ctx: ctx, cancel: cancel, vols: map[string]*volume{},
 		holdDone: make(chan struct{})}
 	if cfg.Holder != nil {
 		go m.holdLoop()
@@ -212,7 +213,7 @@ func NewManager(cfg Config) (*Manager, error) {
 // restarted node plugin takes its volumes back. A second Stage of the same
 // request is a no-op; of a different one, ErrConflict.
 func (m *Manager) Stage(ctx context.Context, req Request) error {
-	unlock := m.opLocks.lock(req.VolumeID)
+	unlock := m.opLocks.Lock(req.VolumeID)
 	defer unlock()
 	m.mu.Lock()
 	closed, v := m.closed, m.vols[req.VolumeID]
@@ -242,7 +243,7 @@ func (m *Manager) Stage(ctx context.Context, req Request) error {
 // not take it back), and the Holder releases its connection. The cache
 // directory stays.
 func (m *Manager) Unstage(ctx context.Context, volumeID, stagingPath string) error {
-	unlock := m.opLocks.lock(volumeID)
+	unlock := m.opLocks.Lock(volumeID)
 	defer unlock()
 	m.mu.Lock()
 	v := m.vols[volumeID]
@@ -311,22 +312,4 @@ func (m *Manager) Close() {
 		}
 		v.mu.Unlock()
 	}
-}
-
-// keyedMutex is a mutex per key.
-type keyedMutex struct {
-	mu sync.Mutex             // guards m
-	m  map[string]*sync.Mutex // never shrinks: one entry per volume ever staged
-}
-
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	l := k.m[key]
-	if l == nil {
-		l = &sync.Mutex{}
-		k.m[key] = l
-	}
-	k.mu.Unlock()
-	l.Lock()
-	return l.Unlock
 }

@@ -168,7 +168,7 @@ func (m *Manager) UpdateCredentials(ctx context.Context, volumeID string, c objs
 	if c.IsZero() {
 		return nil
 	}
-	unlock := m.opLocks.lock(volumeID)
+	unlock := m.opLocks.Lock(volumeID)
 	defer unlock()
 	m.mu.Lock()
 	v := m.vols[volumeID]

@@ -17,6 +17,24 @@ import (
 // chaosEnv enables TestChaos (make chaos): it runs for about a minute.
 const chaosEnv = "BASIN_CHAOS"
 
+// chaosKills is how many kills a kill test makes: $BASIN_CHAOS, or 20.
+func chaosKills() int {
+	if n, err := strconv.Atoi(os.Getenv(chaosEnv)); err == nil && n > 1 {
+		return n
+	}
+	return 20
+}
+
+// chaosFiles is the data set of the kill tests: 40 small files (256 KiB)
+// and 4 large ones (12 MiB).
+func chaosFiles() map[string][]byte {
+	files := randomFiles("small/", 40, 256<<10)
+	for k, v := range randomFiles("large/", 4, 12<<20) {
+		files[k] = v
+	}
+	return files
+}
+
 // TestChaos is `make chaos`: 8 reader threads (half of them keeping files
 // open across the kills) read a staged volume in a loop while the FUSE
 // process is killed with SIGKILL at random moments. Every byte read must
@@ -30,17 +48,10 @@ const chaosEnv = "BASIN_CHAOS"
 // BASIN_CHAOS_DEBUG=1 logs each heal's steps and the slowest reads.
 func TestChaos(t *testing.T) {
 	testserver.OptIn(t, chaosEnv, "make chaos")
-	kills := 20
-	if n, err := strconv.Atoi(os.Getenv(chaosEnv)); err == nil && n > 1 {
-		kills = n
-	}
-	// 40 small files and 4 large ones, read cold at first; the cache
-	// holds them all (BASIN_CHAOS_CACHE overrides, e.g. 32Mi to keep
-	// reads reaching the bucket all along).
-	files := randomFiles("small/", 40, 256<<10)
-	for k, v := range randomFiles("large/", 4, 12<<20) {
-		files[k] = v
-	}
+	kills := chaosKills()
+	// Read cold at first; the cache holds them all (BASIN_CHAOS_CACHE
+	// overrides, e.g. 32Mi to keep reads reaching the bucket all along).
+	files := chaosFiles()
 	cacheSize := "256Mi"
 	if s := os.Getenv("BASIN_CHAOS_CACHE"); s != "" {
 		cacheSize = s

@@ -25,10 +25,7 @@ import (
 func TestChaosNodePlugin(t *testing.T) {
 	testserver.OptIn(t, chaosEnv, "make chaos")
 	const restarts = 6
-	files := randomFiles("small/", 40, 256<<10)
-	for k, v := range randomFiles("large/", 4, 12<<20) {
-		files[k] = v
-	}
+	files := chaosFiles()
 	b := newBucket(t, files)
 	r := newNodeRig(t)
 	r.startHolder(t)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -25,14 +24,8 @@ import (
 // The summary line is written to $BASIN_CHAOS_SHARED_SUMMARY.
 func TestChaosSharedVolumes(t *testing.T) {
 	testserver.OptIn(t, chaosEnv, "make chaos")
-	kills := 20
-	if n, err := strconv.Atoi(os.Getenv(chaosEnv)); err == nil && n > 1 {
-		kills = n
-	}
-	files := randomFiles("small/", 40, 256<<10)
-	for k, v := range randomFiles("large/", 4, 12<<20) {
-		files[k] = v
-	}
+	kills := chaosKills()
+	files := chaosFiles()
 	b := newBucket(t, files)
 	r := newNodeRig(t)
 	r.startHolder(t)
