@@ -134,10 +134,11 @@ func (r soakReport) line(pass bool, dir string) string {
 	for _, n := range r.Ops {
 		ops += n
 	}
-	return fmt.Sprintf("soak: %s seed=%d duration=%v faults=%d ops=%d errors=%d lost=%d acks=%d kernel_eio=%d remount_errors=%d max_stall_ms=%d node_rss_mib=%d→%d fuse_rss_mib=%d→%d node_fds=%d→%d fuse_fds=%d→%d dir=%s",
+	return fmt.Sprintf("soak: %s seed=%d duration=%v faults=%d ops=%d errors=%d lost=%d acks=%d kernel_eio=%d remount_errors=%d max_stall_ms=%d node_rss_mib=%d→%d fuse_rss_mib=%d→%d node_fds=%d→%d fuse_fds=%d→%d fuse_fds_but_data=%d→%d dir=%s",
 		verdict, r.Seed, r.Duration, faults, ops, r.Errors, len(r.Lost), r.Acks, r.KernelEIO, r.RemountErrs, r.MaxStall.Milliseconds(),
 		r.First.NodeRSS>>20, r.Last.NodeRSS>>20, r.First.FUSERSS>>20, r.Last.FUSERSS>>20,
-		r.First.NodeFDs, r.Last.NodeFDs, r.First.FUSEFDs, r.Last.FUSEFDs, dir)
+		r.First.NodeFDs, r.Last.NodeFDs, r.First.FUSEFDs, r.Last.FUSEFDs,
+		r.First.FUSEFDs-r.First.FUSEDataFDs, r.Last.FUSEFDs-r.Last.FUSEDataFDs, dir)
 }
 
 // writeReport writes report.md, samples.csv, faults.txt and
@@ -145,10 +146,10 @@ func (r soakReport) line(pass bool, dir string) string {
 func (s *soakRig) writeReport(r soakReport, sp *sampler, in *injector) {
 	samples := sp.all()
 	var csv strings.Builder
-	csv.WriteString("seconds,node_rss_bytes,node_fds,holder_rss_bytes,holder_fds,fuse_rss_bytes,fuse_fds,fuse_procs,node_goroutines,mounts,staged\n")
+	csv.WriteString("seconds,node_rss_bytes,node_fds,holder_rss_bytes,holder_fds,fuse_rss_bytes,fuse_fds,fuse_data_fds,fuse_procs,node_goroutines,mounts,staged\n")
 	for _, m := range samples {
-		fmt.Fprintf(&csv, "%.0f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", m.At.Seconds(), m.NodeRSS, m.NodeFDs, m.HolderRSS, m.HolderFDs,
-			m.FUSERSS, m.FUSEFDs, m.FUSEProcs, m.Goroutines, m.Mounts, m.Staged)
+		fmt.Fprintf(&csv, "%.0f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", m.At.Seconds(), m.NodeRSS, m.NodeFDs, m.HolderRSS, m.HolderFDs,
+			m.FUSERSS, m.FUSEFDs, m.FUSEDataFDs, m.FUSEProcs, m.Goroutines, m.Mounts, m.Staged)
 	}
 	s.writeFile("samples.csv", csv.String())
 
@@ -164,6 +165,7 @@ func (s *soakRig) writeReport(r soakReport, sp *sampler, in *injector) {
 	series := []report.Series{
 		{Name: "node plugin RSS (MiB)", Unit: "MiB"}, {Name: "FUSE processes RSS, all (MiB)", Unit: "MiB"},
 		{Name: "node plugin fds", Unit: "fds"}, {Name: "FUSE processes fds, all", Unit: "fds"},
+		{Name: "FUSE processes fds but cached data files", Unit: "fds"},
 	}
 	for _, m := range samples {
 		x := m.At.Minutes()
@@ -171,6 +173,7 @@ func (s *soakRig) writeReport(r soakReport, sp *sampler, in *injector) {
 		series[1].Points = append(series[1].Points, report.Point{X: x, Y: float64(m.FUSERSS) / (1 << 20)})
 		series[2].Points = append(series[2].Points, report.Point{X: x, Y: float64(m.NodeFDs)})
 		series[3].Points = append(series[3].Points, report.Point{X: x, Y: float64(m.FUSEFDs)})
+		series[4].Points = append(series[4].Points, report.Point{X: x, Y: float64(m.FUSEFDs - m.FUSEDataFDs)})
 	}
 	if f, err := os.Create(filepath.Join(s.out, "resources.png")); err == nil {
 		if err := report.WriteLineChart(f, fmt.Sprintf("soak seed %d: RSS and descriptors", r.Seed), "minutes", series); err != nil {
@@ -200,6 +203,7 @@ func (s *soakRig) writeReport(r soakReport, sp *sampler, in *injector) {
 	row("FUSE processes RSS start → end (peak)", fmt.Sprintf("%d → %d MiB (%d)", r.First.FUSERSS>>20, r.Last.FUSERSS>>20, r.PeakFUSE>>20))
 	row("node plugin fds start → end", fmt.Sprintf("%d → %d", r.First.NodeFDs, r.Last.NodeFDs))
 	row("FUSE processes fds start → end", fmt.Sprintf("%d → %d", r.First.FUSEFDs, r.Last.FUSEFDs))
+	row("of which cached data files (the idle tier's, bounded)", fmt.Sprintf("%d → %d", r.First.FUSEDataFDs, r.Last.FUSEDataFDs))
 	row("leak count at start", r.Start)
 	row("leak count at end", r.End)
 	fmt.Fprintf(&b, "\n![RSS and descriptors](resources.png)\n")

@@ -26,6 +26,11 @@ type sample struct {
 	HolderRSS        int64
 	HolderFDs        int64
 	FUSERSS, FUSEFDs int64 // all FUSE processes together
+	// FUSEDataFDs are those of FUSEFDs on cached objects' data files:
+	// each cache keeps the most recent idle objects' files open, up to
+	// min(4096, RLIMIT_NOFILE/4) per process (pkg/cache idle.go), so they
+	// grow with the objects read; the others should not.
+	FUSEDataFDs int64
 	FUSEProcs        int
 	Goroutines       int64 // the node plugin's (go_goroutines), -1 unknown
 	Mounts           int
@@ -85,6 +90,7 @@ func (s *soakRig) measure() sample {
 	for _, pid := range pids {
 		m.FUSERSS += procRSS(pid)
 		m.FUSEFDs += procFDs(pid)
+		m.FUSEDataFDs += procFDsUnder(pid, s.node.cacheRoot, "/data/")
 	}
 	m.FUSEProcs = len(pids)
 	m.Mounts = len(s.mountTable())
@@ -114,6 +120,23 @@ func procFDs(pid int) int64 {
 		return 0
 	}
 	return int64(len(e))
+}
+
+// procFDsUnder is how many of a process's descriptors are files under
+// root whose path holds part.
+func procFDsUnder(pid int, root, part string) int64 {
+	e, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, fd := range e {
+		t, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(t, root) && strings.Contains(t[len(root):], part) {
+			n++
+		}
+	}
+	return n
 }
 
 // goroutines scrapes go_goroutines from the node plugin's /metrics; -1
