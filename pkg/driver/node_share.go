@@ -153,6 +153,13 @@ func (t *shareTable) named(id, key, prefix string) (*share, string) {
 	return nil, ""
 }
 
+// running reports whether a share named id runs.
+func (t *shareTable) running(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id] != nil
+}
+
 // of returns the share of volume id, or nil.
 func (t *shareTable) of(id string) *share {
 	t.mu.Lock()

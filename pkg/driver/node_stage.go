@@ -178,6 +178,9 @@ func (n *Node) forget(id string) {
 			klog.ErrorS(err, "deleting a volume's credentials", "volume", id)
 		}
 	}
+	if n.shares.running(id) {
+		return // a share named after the volume serves others still: its rotation files are theirs
+	}
 	n.forgetRotation(id)
 }
 
