@@ -37,25 +37,35 @@ func sweptVolumes(cs kubernetes.Interface, driverName string) func(context.Conte
 			if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driverName {
 				continue
 			}
-			v := driver.SweptVolume{ID: pv.Spec.CSI.VolumeHandle}
-			if ref := secretRef(pv); ref != nil {
-				s, err := cs.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-				if err != nil {
-					errs = append(errs, fmt.Errorf("PersistentVolume %s: secret %s/%s: %w", pv.Name, ref.Namespace, ref.Name, err))
-					continue
-				}
-				v.Secrets = make(map[string]string, len(s.Data))
-				for k, b := range s.Data {
-					v.Secrets[k] = string(b)
-				}
+			secrets, err := secretData(ctx, cs, pv, secretRef(pv))
+			if err != nil {
+				errs = append(errs, err)
+				continue
 			}
-			out = append(out, v)
+			out = append(out, driver.SweptVolume{ID: pv.Spec.CSI.VolumeHandle, Secrets: secrets})
 		}
 		if len(errs) > 0 {
 			return out, fmt.Errorf("%d volumes left out: %w", len(errs), errs[0])
 		}
 		return out, nil
 	}
+}
+
+// secretData reads the secret ref names for pv (nil: none, the default
+// chain).
+func secretData(ctx context.Context, cs kubernetes.Interface, pv *corev1.PersistentVolume, ref *corev1.SecretReference) (map[string]string, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	s, err := cs.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("PersistentVolume %s: secret %s/%s: %w", pv.Name, ref.Namespace, ref.Name, err)
+	}
+	out := make(map[string]string, len(s.Data))
+	for k, b := range s.Data {
+		out[k] = string(b)
+	}
+	return out, nil
 }
 
 // secretRef is the secret whose credentials reach a volume's bucket.
