@@ -106,15 +106,7 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	defer cancel()
 	r.watch(ctx, store)
 	_, ackPath := supervisor.RotationFiles(dir, vol)
-	waitAck := func(gen uint64, want objstore.Credentials) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if ack, err := os.ReadFile(ackPath); err == nil && string(ack) == ackText(t, gen, want) {
-				return
-			}
-		}
-		t.Fatalf("no ack of generation %d", gen)
-	}
+	waitAck := func(gen uint64, want objstore.Credentials) { t.Helper(); waitForAck(t, ackPath, gen, want) }
 	waitAck(1, b) // acknowledged at start
 
 	// A real SIGHUP to this process: caught, the store switched, acked.
@@ -137,6 +129,18 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	if u := store.updates(); len(u) != 1 {
 		t.Errorf("store updates = %d after a repeated signal, want 1", len(u))
 	}
+}
+
+// waitForAck waits (up to 10 s) until the ack file at path confirms
+// generation gen of want.
+func waitForAck(t *testing.T, path string, gen uint64, want objstore.Credentials) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if ack, err := os.ReadFile(path); err == nil && string(ack) == ackText(t, gen, want) {
+			return
+		}
+	}
+	t.Fatalf("%s: no ack of generation %d", path, gen)
 }
 
 func ackText(t *testing.T, gen uint64, c objstore.Credentials) string {
@@ -185,15 +189,7 @@ func TestSharedCacheRotationInTheMountProcess(t *testing.T) {
 	bucketRot.watch(ctx, bucketStore)
 	tierRot.watch(ctx, tierStore)
 	_, ackPath := supervisor.RotationFiles(dir, tierID)
-	waitAck := func(gen uint64, want objstore.Credentials) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if ack, err := os.ReadFile(ackPath); err == nil && string(ack) == ackText(t, gen, want) {
-				return
-			}
-		}
-		t.Fatalf("no ack of the tier's generation %d", gen)
-	}
+	waitAck := func(gen uint64, want objstore.Credentials) { t.Helper(); waitForAck(t, ackPath, gen, want) }
 	waitAck(1, b)
 
 	writeRotation(t, dir, tierID, a, c, 2)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -50,35 +49,19 @@ func startTierSweep(ctx context.Context, cfg controllerConfig, restCfg *rest.Con
 // provisioner's; none, the default chain. A volume whose attributes or
 // secret cannot be read is left out and reported.
 func tierVolumes(cs kubernetes.Interface, driverName string) func(context.Context) ([]tiersweep.Volume, error) {
+	bounds := func(pv *corev1.PersistentVolume) bool { return boundsTier(pv.Spec.CSI.VolumeAttributes) }
 	return func(ctx context.Context) ([]tiersweep.Volume, error) {
-		pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("list PersistentVolumes: %w", err)
-		}
 		var out []tiersweep.Volume
-		var errs []error
-		for i := range pvs.Items {
-			pv := &pvs.Items[i]
-			if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driverName || !boundsTier(pv.Spec.CSI.VolumeAttributes) {
-				continue
-			}
-			secrets, err := secretData(ctx, cs, pv, tierSecretRef(pv))
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
+		err := eachVolume(ctx, cs, driverName, bounds, tierSecretRef, func(pv *corev1.PersistentVolume, secrets map[string]string) error {
 			a, err := volumeattr.Parse(pv.Spec.CSI.VolumeAttributes, secrets)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err))
-				continue
+				return err
 			}
 			out = append(out, tiersweep.Volume{Name: pv.Name, Spec: a.Spec, Credentials: a.SharedCacheCredentials(),
 				Limits: tier.Limits{MaxBytes: a.SharedCacheSize, MaxAge: a.SharedCacheMaxAge}})
-		}
-		if len(errs) > 0 {
-			return out, fmt.Errorf("%d volumes left out: %w", len(errs), errs[0])
-		}
-		return out, nil
+			return nil
+		})
+		return out, err
 	}
 }
 

@@ -19,19 +19,7 @@ type KeysDeleter interface {
 // keysDeleterOf returns the KeysDeleter of s, through WithPrefix views
 // and Wrappers, or false when s's store has none.
 func keysDeleterOf(s Store) (KeysDeleter, bool) {
-	switch v := s.(type) {
-	case Wrapper:
-		return keysDeleterOf(v.Unwrap())
-	case *prefixStore:
-		d, ok := keysDeleterOf(v.s)
-		if !ok {
-			return nil, false
-		}
-		return prefixKeysDeleter{d: d, prefix: v.prefix}, true
-	case KeysDeleter:
-		return v, true
-	}
-	return nil, false
+	return reach(s, func(d KeysDeleter, prefix string) KeysDeleter { return prefixKeysDeleter{d: d, prefix: prefix} })
 }
 
 // prefixKeysDeleter is the KeysDeleter of a WithPrefix view.

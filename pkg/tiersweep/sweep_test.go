@@ -7,14 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/basin-csi/basin/internal/promtest"
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/cache/tier"
 	"github.com/basin-csi/basin/pkg/metrics"
@@ -150,21 +151,23 @@ func TestPassKeepsTierWithinBounds(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		labels []string
+		labels map[string]string
 		want   float64
 	}{
 		{"basin_controller_tier_bytes", nil, 2 * size},
 		{"basin_controller_tier_objects", nil, 2},
-		{"basin_controller_tier_evicted_objects_total", []string{"reason", metrics.EvictedAge}, 2},
-		{"basin_controller_tier_evicted_objects_total", []string{"reason", metrics.EvictedBudget}, 2},
+		{"basin_controller_tier_evicted_objects_total", map[string]string{"reason": metrics.EvictedAge}, 2},
+		{"basin_controller_tier_evicted_objects_total", map[string]string{"reason": metrics.EvictedBudget}, 2},
 		{"basin_controller_tier_evicted_bytes_total", nil, 4 * size},
-		{"basin_controller_tier_passes_total", []string{"result", "ok"}, 1},
+		{"basin_controller_tier_passes_total", map[string]string{"result": "ok"}, 1},
 	} {
-		if got := value(t, reg, c.name, append([]string{"tier", url}, c.labels...)...); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		labels := map[string]string{"tier": url}
+		maps.Copy(labels, c.labels)
+		if got, ok := promtest.Value(t, reg, c.name, labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	if got := value(t, reg, "basin_controller_tier_objects", "tier", srv.Endpoint+"/"+bucket+"/team-b"); got != -1 {
+	if got, ok := promtest.Value(t, reg, "basin_controller_tier_objects", map[string]string{"tier": srv.Endpoint + "/" + bucket + "/team-b"}); ok {
 		t.Errorf("the unbounded tier was swept: objects = %v", got)
 	}
 	if err := sw.Pass(t.Context(), vols); err != nil {
@@ -201,10 +204,10 @@ func TestPassFailureIsCountedNotFatal(t *testing.T) {
 	if !errors.Is(err, objstore.ErrAccessDenied) {
 		t.Errorf("Pass = %v; want ErrAccessDenied", err)
 	}
-	if got := value(t, reg, "basin_controller_tier_passes_total", "tier", refused, "result", "error"); got != 1 {
+	if got, _ := promtest.Value(t, reg, "basin_controller_tier_passes_total", map[string]string{"tier": refused, "result": "error"}); got != 1 {
 		t.Errorf("failed passes of the refused tier = %v, want 1", got)
 	}
-	if got := value(t, reg, "basin_controller_tier_objects", "tier", ok); got != 1 {
+	if got, _ := promtest.Value(t, reg, "basin_controller_tier_objects", map[string]string{"tier": ok}); got != 1 {
 		t.Errorf("objects left in the other tier = %v, want 1", got)
 	}
 }
@@ -223,38 +226,4 @@ func listAll(t *testing.T, s objstore.Store) []string {
 		t.Fatal(err)
 	}
 	return keys
-}
-
-// value returns the value of the metric name whose labels include
-// labels (name, value pairs), or -1 when there is none.
-func value(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if hasLabels(m, labels) {
-				return m.GetGauge().GetValue() + m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
-}
-
-func hasLabels(m *dto.Metric, labels []string) bool {
-	for i := 0; i+1 < len(labels); i += 2 {
-		found := false
-		for _, l := range m.GetLabel() {
-			found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
