@@ -17,6 +17,7 @@ import (
 
 	"github.com/basin-csi/basin/pkg/driver"
 	"github.com/basin-csi/basin/pkg/orchestrator"
+	"github.com/basin-csi/basin/pkg/tiersweep"
 )
 
 // controllerConfig is everything `csi-driver controller` needs, built from
@@ -35,6 +36,10 @@ type controllerConfig struct {
 	// multipart uploads in every volume (driver.UploadSweeper); 0: never.
 	// It needs the API server (in-cluster configuration, or Kubeconfig).
 	UploadSweepInterval time.Duration
+	// TierSweepInterval is how often the controller keeps the shared
+	// cache tiers within their bounds (pkg/tiersweep); 0: never. It needs
+	// the API server too.
+	TierSweepInterval time.Duration
 }
 
 // controllerFlagSet declares the flags of `csi-driver controller` into c.
@@ -54,6 +59,8 @@ func controllerFlagSet(c *controllerConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig `file` for --orchestrate and the upload sweep (default: the in-cluster configuration)")
 	fs.DurationVar(&c.UploadSweepInterval, "upload-sweep-interval", driver.UploadSweepInterval,
 		"how often to abort, in every volume's bucket, the incomplete multipart uploads older than a day that killed FUSE processes left (needs the API server; 0: never)")
+	fs.DurationVar(&c.TierSweepInterval, "shared-cache-sweep-interval", tiersweep.DefaultInterval,
+		"how often to keep every shared cache tier that volumes bound (sharedCacheSize, sharedCacheMaxAge) within its bounds, deleting the least recently used objects (needs the API server; 0: never)")
 	fs.StringVar(&c.Orchestrator.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
 		"the controller's own `namespace` (leader election, webhook secret); default $POD_NAMESPACE")
 	fs.BoolVar(&c.Orchestrator.LeaderElection, "leader-elect", true, "with --orchestrate, run the reconcilers on one replica at a time")
@@ -129,6 +136,9 @@ func runController(ctx context.Context, args []string, _, stderr io.Writer) erro
 	}
 	restCfg, restErr := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err := startUploadSweep(ctx, cfg, ctrl, restCfg, restErr); err != nil {
+		return err
+	}
+	if err := startTierSweep(ctx, cfg, restCfg, restErr); err != nil {
 		return err
 	}
 	if !cfg.Orchestrate {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,15 +106,7 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	defer cancel()
 	r.watch(ctx, store)
 	_, ackPath := supervisor.RotationFiles(dir, vol)
-	waitAck := func(gen uint64, want objstore.Credentials) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if ack, err := os.ReadFile(ackPath); err == nil && string(ack) == ackText(t, gen, want) {
-				return
-			}
-		}
-		t.Fatalf("no ack of generation %d", gen)
-	}
+	waitAck := func(gen uint64, want objstore.Credentials) { t.Helper(); waitForAck(t, ackPath, gen, want) }
 	waitAck(1, b) // acknowledged at start
 
 	// A real SIGHUP to this process: caught, the store switched, acked.
@@ -138,6 +131,18 @@ func TestCredentialRotationInTheMountProcess(t *testing.T) {
 	}
 }
 
+// waitForAck waits (up to 10 s) until the ack file at path confirms
+// generation gen of want.
+func waitForAck(t *testing.T, path string, gen uint64, want objstore.Credentials) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if ack, err := os.ReadFile(path); err == nil && string(ack) == ackText(t, gen, want) {
+			return
+		}
+	}
+	t.Fatalf("%s: no ack of generation %d", path, gen)
+}
+
 func ackText(t *testing.T, gen uint64, c objstore.Credentials) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "d")
@@ -150,4 +155,56 @@ func ackText(t *testing.T, gen uint64, c objstore.Credentials) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestSharedCacheRotationInTheMountProcess: the tier's credentials come
+// from their own rotation file, at start (a heal) and on SIGHUP, and
+// switch the tier's store only; the bucket's store, whose credentials did
+// not rotate, is left alone by the same signal.
+func TestSharedCacheRotationInTheMountProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "creds")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bucketKey := objstore.Credentials{AccessKeyID: "AK-BUCKET", SecretAccessKey: "secret-bucket-123456"}
+	a := objstore.Credentials{AccessKeyID: "TIER-A", SecretAccessKey: "secret-tier-A-123456"}
+	b := objstore.Credentials{AccessKeyID: "TIER-B", SecretAccessKey: "secret-tier-B-123456"}
+	c := objstore.Credentials{AccessKeyID: "TIER-C", SecretAccessKey: "secret-tier-C-123456"}
+	const vol = "s3/vol-tier"
+	tierID := supervisor.SharedCacheRotationID(vol)
+	cfg := mountConfig{Credentials: bucketKey, SharedCacheCredentials: a, HandoffDir: dir, VolumeID: vol}
+
+	writeRotation(t, dir, tierID, a, b, 1) // rotated before this process started
+	bucketCreds, bucketRot, err := startCredentials(cfg)
+	if err != nil || !bucketCreds.Equal(bucketKey) {
+		t.Fatalf("bucket credentials at start = %q, %v", bucketCreds.AccessKeyID, err)
+	}
+	tierCreds, tierRot, err := startSharedCacheCredentials(cfg)
+	if err != nil || !tierCreds.Equal(b) {
+		t.Fatalf("tier credentials at start = %q, %v; want the rotated TIER-B", tierCreds.AccessKeyID, err)
+	}
+	bucketStore, tierStore := &switchingStore{}, &switchingStore{}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	bucketRot.watch(ctx, bucketStore)
+	tierRot.watch(ctx, tierStore)
+	_, ackPath := supervisor.RotationFiles(dir, tierID)
+	waitAck := func(gen uint64, want objstore.Credentials) { t.Helper(); waitForAck(t, ackPath, gen, want) }
+	waitAck(1, b)
+
+	writeRotation(t, dir, tierID, a, c, 2)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitAck(2, c)
+	if u := tierStore.updates(); len(u) != 1 || !u[0].Equal(c) {
+		t.Errorf("tier store updates = %d, want one to TIER-C", len(u))
+	}
+	if u := bucketStore.updates(); len(u) != 0 {
+		t.Errorf("bucket store switched %d times by the tier's rotation, want 0", len(u))
+	}
+	bucketFile, _ := supervisor.RotationFiles(dir, vol)
+	if _, err := os.Stat(bucketFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bucket rotation file: %v; the tier's rotation must not write it", err)
+	}
 }

@@ -150,17 +150,25 @@ func openMount(ctx context.Context, cfg mountConfig, wrap func(objstore.Store) o
 
 // openTier opens the shared cache tier of cfg, or returns nils without
 // one. A tier that cannot be opened is logged and left out: the volume
-// serves from the origin (fail-open).
+// serves from the origin (fail-open). Its credentials are the hand-off
+// file's or a newer rotation; SIGHUP switches to the next
+// (credentials_rotate.go), until ctx ends.
 func openTier(ctx context.Context, cfg mountConfig) (*tier.Tier, objstore.Store) {
 	tcfg, prefix, ok := cfg.Spec.SharedCacheConfig()
 	if !ok {
 		return nil, nil
 	}
-	st, err := backend.Open(ctx, tcfg, cfg.SharedCacheCredentials)
+	creds, rotation, err := startSharedCacheCredentials(cfg)
 	if err != nil {
 		klog.ErrorS(err, "shared cache tier unusable; reading from the origin only", "volume", cfg.VolumeID, "sharedCache", cfg.Spec.SharedCache)
 		return nil, nil
 	}
+	st, err := backend.Open(ctx, tcfg, creds)
+	if err != nil {
+		klog.ErrorS(err, "shared cache tier unusable; reading from the origin only", "volume", cfg.VolumeID, "sharedCache", cfg.Spec.SharedCache)
+		return nil, nil
+	}
+	rotation.watch(ctx, st) // switches the tier adapter's credentials
 	st = objstore.WithPrefix(st, prefix)
 	klog.InfoS("shared cache tier", "volume", cfg.VolumeID, "sharedCache", cfg.Spec.SharedCache)
 	return tier.New(st, tier.Options{VolumeID: cfg.VolumeID, OpTimeout: tcfg.RequestTimeout}), st

@@ -4,41 +4,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/basin-csi/basin/internal/promtest"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
-
-// counterValue returns the value of the counter name with the given
-// labels, -1 if there is none.
-func counterValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.Metric {
-			if hasLabels(m, labels) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.Label {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
-}
 
 // TestCallMetrics counts CreateVolume outcomes by code through a served
 // controller: the provisioning counts and errors.
@@ -63,8 +32,8 @@ func TestCallMetrics(t *testing.T) {
 		code string
 		want float64
 	}{{"OK", 1}, {"InvalidArgument", 1}} {
-		if got := counterValue(t, reg, "basin_csi_operations_total", map[string]string{"method": "CreateVolume", "code": tt.code}); got != tt.want {
-			t.Errorf("CreateVolume %s = %v, want %v", tt.code, got, tt.want)
+		if got, ok := promtest.Value(t, reg, "basin_csi_operations_total", map[string]string{"method": "CreateVolume", "code": tt.code}); !ok || got != tt.want {
+			t.Errorf("CreateVolume %s = %v (present %v), want %v", tt.code, got, ok, tt.want)
 		}
 	}
 	// A second set of call metrics on the same registry reuses the first.

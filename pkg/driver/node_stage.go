@@ -78,8 +78,8 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 		// for a volume of an older release, takes it as it is.
 		flags, group, recorded, shared = old.MountFlags, old.MountGroup, old.MountRecorded, old.Shared
 		if _, err := n.check(ctx, id); err == nil {
-			n.rotateCredentials(ctx, id, attrs.Credentials()) // a changed node-stage secret (node_rotate.go)
-			return nil                                        // staged and supervised: a repeated call
+			n.rotateCredentials(ctx, id, attrs.Secrets) // a changed node-stage secret (node_rotate.go)
+			return nil                                  // staged and supervised: a repeated call
 		}
 	}
 	spec, err := mountSpec(attrs, readerMode(mode), flags, group)

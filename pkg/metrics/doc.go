@@ -41,4 +41,13 @@
 // The CSI services (pkg/driver) count their calls:
 // basin_csi_operations_total{method,code} and
 // basin_csi_operation_duration_seconds{method}.
+//
+// The controller's pass over the shared cache tiers (pkg/tiersweep;
+// TierSweepMetrics), labelled with the tier's sharedCache URL:
+//
+//	basin_controller_tier_bytes{tier}, basin_controller_tier_objects{tier}   after the last pass
+//	basin_controller_tier_evicted_objects_total{tier,reason}               age|budget
+//	basin_controller_tier_evicted_bytes_total{tier}
+//	basin_controller_tier_passes_total{tier,result}                         ok|error
+//	basin_controller_tier_last_success_timestamp_seconds{tier}
 package metrics

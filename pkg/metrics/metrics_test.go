@@ -11,54 +11,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/basin-csi/basin/internal/promtest"
 	"github.com/basin-csi/basin/pkg/admin"
 	"github.com/basin-csi/basin/pkg/cache"
 	"github.com/basin-csi/basin/pkg/fuse"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 )
-
-// value returns the value of the series of name whose labels include
-// want, and whether there is one.
-func value(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	return find(mfs, name, want)
-}
-
-func find(mfs []*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.Metric {
-			have := map[string]string{}
-			for _, l := range m.Label {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue(), true
-			case m.Gauge != nil:
-				return m.Gauge.GetValue(), true
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount()), true
-			}
-		}
-	}
-	return 0, false
-}
 
 func TestStoreMetrics(t *testing.T) {
 	ctx := context.Background()
@@ -111,12 +71,12 @@ func TestStoreMetrics(t *testing.T) {
 		{"basin_bucket_get_duration_seconds", nil, 2},
 	}
 	for _, tt := range tests {
-		got, ok := value(t, reg, tt.name, tt.labels)
+		got, ok := promtest.Value(t, reg, tt.name, tt.labels)
 		if !ok || got != tt.want {
 			t.Errorf("%s%v = %v (present %v), want %v", tt.name, tt.labels, got, ok, tt.want)
 		}
 	}
-	if _, ok := value(t, reg, "process_resident_memory_bytes", nil); !ok {
+	if _, ok := promtest.Value(t, reg, "process_resident_memory_bytes", nil); !ok {
 		t.Error("no process metrics")
 	}
 }
@@ -158,7 +118,7 @@ func TestSources(t *testing.T) {
 		"basin_cache_prefetch_objects_total": 6, "basin_cache_prefetch_bytes_total": 600,
 		"basin_cache_prefetch_read_bytes_total": 400, "basin_cache_prefetch_evicted_bytes_total": 100,
 	} {
-		if got, ok := value(t, reg, name, nil); !ok || got != want {
+		if got, ok := promtest.Value(t, reg, name, nil); !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
@@ -220,7 +180,7 @@ func TestNodeGatherer(t *testing.T) {
 		{"basin_node_staged_volumes", nil, 3},
 	}
 	for _, tt := range tests {
-		got, ok := value(t, g, tt.name, tt.labels)
+		got, ok := promtest.Value(t, g, tt.name, tt.labels)
 		if !ok || got != tt.want {
 			t.Errorf("%s%v = %v (present %v), want %v", tt.name, tt.labels, got, ok, tt.want)
 		}

@@ -58,19 +58,27 @@ type Wrapper interface {
 // UploadsOf returns the Uploads of s, through WithPrefix views (keys
 // relative to the view) and Wrappers, or false when s's store has none.
 func UploadsOf(s Store) (Uploads, bool) {
+	return reach(s, func(u Uploads, prefix string) Uploads { return prefixUploads{u: u, prefix: prefix} })
+}
+
+// reach returns the optional interface T of the store under s, through
+// Wrappers and WithPrefix views (view adapts it to a view's prefix), or
+// false when that store does not implement T.
+func reach[T any](s Store, view func(T, string) T) (T, bool) {
 	switch v := s.(type) {
 	case Wrapper:
-		return UploadsOf(v.Unwrap())
+		return reach(v.Unwrap(), view)
 	case *prefixStore:
-		u, ok := UploadsOf(v.s)
+		t, ok := reach(v.s, view)
 		if !ok {
-			return nil, false
+			return t, false
 		}
-		return prefixUploads{u: u, prefix: v.prefix}, true
-	case Uploads:
+		return view(t, v.prefix), true
+	case T:
 		return v, true
 	}
-	return nil, false
+	var zero T
+	return zero, false
 }
 
 // prefixUploads is the Uploads of a WithPrefix view.

@@ -41,6 +41,12 @@ import (
 // credentials it supersedes (a SHA-256 of the Request's credentials); a
 // process whose start credentials do not match ignores it.
 // ForgetCredentials removes both files when the volume is unstaged.
+//
+// The shared cache tier's credentials (Request.SharedCacheCredentials)
+// rotate the same way, through files of their own: those of
+// SharedCacheRotationID(volumeID), superseding the tier credentials the
+// volume was staged with (UpdateSharedCacheCredentials). One SIGHUP makes
+// the process reload both.
 
 // ErrNotRotatable: the volume was staged without credentials (the backend's
 // default chain); its FUSE process has no credentials to take new
@@ -68,6 +74,11 @@ type rotationJSON struct {
 	Generation  uint64                    `json:"generation"`
 	Credentials mountspec.CredentialsJSON `json:"credentials"`
 }
+
+// SharedCacheRotationID is the ID whose rotation files (RotationFiles,
+// ReadRotation, AckRotation) carry a volume's shared cache tier
+// credentials: a NUL never occurs in a volume ID.
+func SharedCacheRotationID(volumeID string) string { return volumeID + "\x00sharedCache" }
 
 // RotationFiles returns the rotation and ack file paths of a volume in the
 // credentials directory dir.
@@ -165,6 +176,21 @@ func credentialsFileError(what string, err error) error {
 // FUSE processes started later for the volume (heals) use c too. Neither
 // c nor any part of it appears in an error or a log line.
 func (m *Manager) UpdateCredentials(ctx context.Context, volumeID string, c objstore.Credentials) error {
+	return m.updateCredentials(ctx, volumeID, volumeID, func(r Request) objstore.Credentials { return r.Credentials }, c)
+}
+
+// UpdateSharedCacheCredentials is UpdateCredentials for the credentials of
+// the volume's shared cache tier: the running process switches its tier
+// client to c, without a remount. A volume staged without tier
+// credentials fails with ErrNotRotatable.
+func (m *Manager) UpdateSharedCacheCredentials(ctx context.Context, volumeID string, c objstore.Credentials) error {
+	return m.updateCredentials(ctx, volumeID, SharedCacheRotationID(volumeID),
+		func(r Request) objstore.Credentials { return r.SharedCacheCredentials }, c)
+}
+
+// updateCredentials delivers c through the rotation files of fileID,
+// superseding the credentials staged picks from the volume's Request.
+func (m *Manager) updateCredentials(ctx context.Context, volumeID, fileID string, staged func(Request) objstore.Credentials, c objstore.Credentials) error {
 	if c.IsZero() {
 		return nil
 	}
@@ -176,13 +202,13 @@ func (m *Manager) UpdateCredentials(ctx context.Context, volumeID string, c objs
 	if v == nil {
 		return fmt.Errorf("%w: %s", ErrNotStaged, volumeID)
 	}
-	base := v.req.Credentials
+	base := staged(v.req)
 	if base.IsZero() {
 		return fmt.Errorf("%w: %s", ErrNotRotatable, volumeID)
 	}
 	dir := m.cfg.CredentialsDir
-	path, ackPath := RotationFiles(dir, volumeID)
-	cur, gen, ok, err := ReadRotation(dir, volumeID, base)
+	path, ackPath := RotationFiles(dir, fileID)
+	cur, gen, ok, err := ReadRotation(dir, fileID, base)
 	if err != nil {
 		return err
 	}
@@ -202,7 +228,7 @@ func (m *Manager) UpdateCredentials(ctx context.Context, volumeID string, c objs
 		if err := writeAtomic(dir, path, b); err != nil {
 			return err
 		}
-		klog.InfoS("delivering new credentials to the FUSE process", "volume", volumeID, "generation", gen)
+		klog.InfoS("delivering new credentials to the FUSE process", "volume", volumeID, "sharedCache", fileID != volumeID, "generation", gen)
 	}
 	if gen == 0 || acked(ackPath, gen, c) {
 		return nil // the process started with c, or already switched to it
@@ -228,23 +254,25 @@ func (m *Manager) UpdateCredentials(ctx context.Context, volumeID string, c objs
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: volume %s: the FUSE process did not confirm credentials generation %d: %w", ErrTimeout, volumeID, gen, ctx.Err())
+			return fmt.Errorf("%w: volume %s: the FUSE process did not confirm credentials generation %d (shared cache tier: %v): %w", ErrTimeout, volumeID, gen, fileID != volumeID, ctx.Err())
 		case <-poll.C:
 		}
 		if acked(ackPath, gen, c) {
-			klog.InfoS("FUSE process switched to new credentials", "volume", volumeID, "generation", gen)
+			klog.InfoS("FUSE process switched to new credentials", "volume", volumeID, "sharedCache", fileID != volumeID, "generation", gen)
 			return nil
 		}
 	}
 }
 
-// ForgetCredentials removes a volume's rotation and ack files; call it
+// ForgetCredentials removes a volume's rotation and ack files (the
+// tier's too); call it
 // when the volume is unstaged (or its stage failed). Missing files are
 // not an error.
 func (m *Manager) ForgetCredentials(volumeID string) error {
 	var errs []error
 	creds, ack := RotationFiles(m.cfg.CredentialsDir, volumeID)
-	for _, p := range []string{creds, ack} {
+	tierCreds, tierAck := RotationFiles(m.cfg.CredentialsDir, SharedCacheRotationID(volumeID))
+	for _, p := range []string{creds, ack, tierCreds, tierAck} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("supervisor: remove %s: %w", p, err))
 		}

@@ -27,16 +27,18 @@ type rotationFixture struct {
 	runner *supervisortest.Runner
 	dir    string
 
-	mu     sync.Mutex // guards using, deaf
-	using  map[int]objstore.Credentials
-	deaf   bool
-	stopCh chan struct{}
+	mu    sync.Mutex // guards using, usingTier, deaf
+	using map[int]objstore.Credentials
+	// usingTier are the shared cache tier credentials of each process.
+	usingTier map[int]objstore.Credentials
+	deaf      bool
+	stopCh    chan struct{}
 }
 
 func newRotationFixture(t *testing.T) *rotationFixture {
 	t.Helper()
 	f := &rotationFixture{runner: &supervisortest.Runner{}, dir: filepath.Join(t.TempDir(), "credentials"),
-		using: map[int]objstore.Credentials{}, stopCh: make(chan struct{})}
+		using: map[int]objstore.Credentials{}, usingTier: map[int]objstore.Credentials{}, stopCh: make(chan struct{})}
 	f.runner.OnStart = f.start
 	m, err := supervisor.NewManager(supervisor.Config{
 		Binary: "/bin/csi-driver", Runner: f.runner, Kernel: supervisortest.NewKernel(), CredentialsDir: f.dir,
@@ -61,19 +63,24 @@ func (f *rotationFixture) start(p *supervisortest.Process) error {
 	if err != nil {
 		return err
 	}
-	base := h.Credentials
-	use := func() error {
-		c, gen, ok, err := supervisor.ReadRotation(f.dir, id, base)
+	// The bucket's credentials and the tier's, each with its own files.
+	useOne := func(fileID string, base objstore.Credentials, using map[int]objstore.Credentials) error {
+		c, gen, ok, err := supervisor.ReadRotation(f.dir, fileID, base)
 		if err != nil || !ok {
 			return err
 		}
 		f.mu.Lock()
-		f.using[p.Pid()] = c
+		using[p.Pid()] = c
 		f.mu.Unlock()
-		return supervisor.AckRotation(f.dir, id, gen, c)
+		return supervisor.AckRotation(f.dir, fileID, gen, c)
+	}
+	use := func() error {
+		return errors.Join(useOne(id, h.Credentials, f.using),
+			useOne(supervisor.SharedCacheRotationID(id), h.SharedCacheCredentials, f.usingTier))
 	}
 	f.mu.Lock()
-	f.using[p.Pid()] = base
+	f.using[p.Pid()] = h.Credentials
+	f.usingTier[p.Pid()] = h.SharedCacheCredentials
 	f.mu.Unlock()
 	if err := use(); err != nil {
 		return err
@@ -115,6 +122,12 @@ func (f *rotationFixture) credentialsOf(p *supervisortest.Process) objstore.Cred
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.using[p.Pid()]
+}
+
+func (f *rotationFixture) tierCredentialsOf(p *supervisortest.Process) objstore.Credentials {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.usingTier[p.Pid()]
 }
 
 var (
@@ -300,5 +313,75 @@ func TestReadRotationRefusesAnUnsafeFile(t *testing.T) {
 	}
 	if _, _, _, err := supervisor.ReadRotation(dir, id, credsA); !errors.Is(err, supervisor.ErrCredentialsFile) {
 		t.Errorf("a 0644 rotation file: %v, want ErrCredentialsFile", err)
+	}
+}
+
+// TestUpdateSharedCacheCredentials: the shared cache tier's credentials
+// rotate on their own, through their own files, without a restart; the
+// bucket's stay as they are, and rotate on their own too. A process
+// started by a heal uses both rotated pairs. A volume staged without tier
+// credentials cannot rotate them; ForgetCredentials removes the tier's
+// files too.
+func TestUpdateSharedCacheCredentials(t *testing.T) {
+	f := newRotationFixture(t)
+	tierA := objstore.Credentials{AccessKeyID: "TIER-A", SecretAccessKey: "tier-secret-A-0001"}
+	tierB := objstore.Credentials{AccessKeyID: "TIER-B", SecretAccessKey: "tier-secret-B-0002"}
+	req := request()
+	req.Credentials, req.SharedCacheCredentials = credsA, tierA
+	if err := f.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	p := f.runner.Last()
+	if err := f.m.UpdateSharedCacheCredentials(t.Context(), req.VolumeID, tierA); err != nil {
+		t.Fatal(err)
+	}
+	if n := countSignal(p.Signals(), syscall.SIGHUP); n != 0 {
+		t.Errorf("the staged tier key delivered again: %d SIGHUPs, want 0", n)
+	}
+	if err := f.m.UpdateSharedCacheCredentials(t.Context(), req.VolumeID, tierB); err != nil {
+		t.Fatal(err)
+	}
+	if got, bucket := f.tierCredentialsOf(p), f.credentialsOf(p); !got.Equal(tierB) || !bucket.Equal(credsA) {
+		t.Errorf("after the tier's rotation: tier key %q, bucket key %q; want TIER-B, AKID-A", got.AccessKeyID, bucket.AccessKeyID)
+	}
+	if err := f.m.UpdateCredentials(t.Context(), req.VolumeID, credsB); err != nil {
+		t.Fatal(err)
+	}
+	if got, bucket := f.tierCredentialsOf(p), f.credentialsOf(p); !got.Equal(tierB) || !bucket.Equal(credsB) {
+		t.Errorf("after the bucket's rotation: tier key %q, bucket key %q; want TIER-B, AKID-B", got.AccessKeyID, bucket.AccessKeyID)
+	}
+	if len(f.runner.Started()) != 1 {
+		t.Errorf("%d processes started, want 1 (no restart, no remount)", len(f.runner.Started()))
+	}
+	tierFile, tierAck := supervisor.RotationFiles(f.dir, supervisor.SharedCacheRotationID(req.VolumeID))
+	if st, err := os.Stat(tierFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("tier rotation file: %v, %v; want mode 0600", st, err)
+	}
+
+	p.Exit(errors.New("killed"))
+	waitFor(t, "a heal", func() bool { return len(f.runner.Started()) == 2 })
+	healed := f.runner.Last()
+	if got, bucket := f.tierCredentialsOf(healed), f.credentialsOf(healed); !got.Equal(tierB) || !bucket.Equal(credsB) {
+		t.Errorf("healed process: tier key %q, bucket key %q; want both rotated", got.AccessKeyID, bucket.AccessKeyID)
+	}
+
+	noTier := request()
+	noTier.VolumeID, noTier.StagingPath, noTier.CacheDir = "s3/no-tier-keys", "/staging3", "/cache/t"
+	if err := f.m.Stage(t.Context(), noTier); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.UpdateSharedCacheCredentials(t.Context(), noTier.VolumeID, tierB); !errors.Is(err, supervisor.ErrNotRotatable) {
+		t.Errorf("tier rotation of a volume staged without tier keys = %v, want ErrNotRotatable", err)
+	}
+	if err := f.m.Unstage(t.Context(), req.VolumeID, req.StagingPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.ForgetCredentials(req.VolumeID); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{tierFile, tierAck} {
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after ForgetCredentials: %v", path, err)
+		}
 	}
 }

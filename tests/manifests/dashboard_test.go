@@ -93,7 +93,7 @@ func (n nodeSource) Volumes(context.Context) []metrics.NodeVolume {
 // the binaries do (the same constructors) and returns their names: the
 // FUSE process's (pkg/metrics), the node plugin's (its gatherer, the CSI
 // call metrics, the cache status reporter) and the controller's (CSI
-// calls, the upload sweep, the placement webhook, the VolumeCache
+// calls, the upload sweep, the tiers' sweep, the placement webhook, the VolumeCache
 // clean-up).
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
@@ -139,6 +139,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	if _, err := driver.NewUploadSweeper(ctl, plugin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.NewTierSweepMetrics(plugin); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := placement.NewMetrics(plugin); err != nil {

@@ -35,6 +35,11 @@
 //     reported stale; the caller stores it again (Refresh, an
 //     unconditional PUT), so that last-modified times follow use and a
 //     bucket expiration rule evicts the least recently used.
+//   - Evict (evict.go) is one pass of the controller over a tier: it
+//     lists KeyRoot, deletes the objects last stored before
+//     Limits.MaxAge, then the oldest beyond Limits.MaxBytes, at most
+//     EvictOptions.MaxDeletes (its memory), in batches; only keys of the
+//     tier objects' form are ever deleted.
 //   - The tier never learns credentials of the origin and hands out
 //     blocks only for the Identity its caller asks for: the caller (the
 //     cache) builds it from an ObjectInfo of the origin read with the

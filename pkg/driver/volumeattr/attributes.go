@@ -3,6 +3,7 @@ package volumeattr
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -65,6 +66,13 @@ type Attributes struct {
 	// hold the volume's cache (true unless the StorageClass or PV says
 	// false). Mounts ignore it.
 	CacheAffinity bool
+
+	// SharedCacheSize and SharedCacheMaxAge bound the shared cache tier
+	// (Spec.SharedCache), kept by the controller: at most this many bytes
+	// of tier objects, none unused for longer (each 0: no bound). Mounts
+	// ignore them.
+	SharedCacheSize   int64
+	SharedCacheMaxAge time.Duration
 
 	// Secrets are the credentials from the secret map; they travel beside
 	// the spec, never in it, and are never encoded.

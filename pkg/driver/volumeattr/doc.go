@@ -8,7 +8,8 @@
 // ErrInvalid). The mount settings are mountspec's (mountspec.ParseAttributes
 // reads them into the mountspec.Spec that Attributes embed); this package
 // adds what is not a mount setting: provisioning, reclaim, warmup, cache
-// affinity and the secret. Encode is Parse's inverse: the canonical
+// affinity, the shared cache tier's bounds (the controller's) and the
+// secret. Encode is Parse's inverse: the canonical
 // VolumeContext the controller returns, holding every setting explicitly so
 // a volume keeps the configuration it was created with (and a volume staged
 // by an older release compares equal to its record). Parse(Encode(a)) == a

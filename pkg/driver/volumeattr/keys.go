@@ -25,6 +25,12 @@ const (
 	// placement: the controller's admission webhook adds no preference
 	// for the nodes that hold its cache. Mounts ignore it.
 	KeyCacheAffinity = "cacheAffinity"
+	// KeySharedCacheSize and KeySharedCacheMaxAge bound the shared cache
+	// tier the volume names (mountspec.KeySharedCache): the controller
+	// keeps the tier's objects within this many bytes and deletes those
+	// not used for longer, least recently used first. Mounts ignore them.
+	KeySharedCacheSize   = "sharedCacheSize"
+	KeySharedCacheMaxAge = "sharedCacheMaxAge"
 )
 
 // Keys of the secret (the provisioner secret for CreateVolume and

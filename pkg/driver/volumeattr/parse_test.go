@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/mountspec"
@@ -42,6 +43,10 @@ func TestParseValues(t *testing.T) {
 		{"retain", map[string]string{KeyReclaim: "retain"}, func(a Attributes) bool { return a.Reclaim == ReclaimRetain }},
 		{"cache affinity default", map[string]string{}, func(a Attributes) bool { return a.CacheAffinity }},
 		{"cache affinity off", map[string]string{KeyCacheAffinity: "false"}, func(a Attributes) bool { return !a.CacheAffinity }},
+		{"shared cache bounds", map[string]string{mountspec.KeySharedCache: "http://tier:9000/tier", KeySharedCacheSize: "2Ti", KeySharedCacheMaxAge: "168h"},
+			func(a Attributes) bool { return a.SharedCacheSize == 2<<40 && a.SharedCacheMaxAge == 168*time.Hour }},
+		{"shared cache unbounded", map[string]string{mountspec.KeySharedCache: "http://tier:9000/tier"},
+			func(a Attributes) bool { return a.SharedCacheSize == 0 && a.SharedCacheMaxAge == 0 }},
 		{"prefetch default", map[string]string{}, func(a Attributes) bool { return a.Prefetch && a.PrefetchBudget == 4<<30 }},
 		{"prefetch off", map[string]string{mountspec.KeyPrefetch: "false"}, func(a Attributes) bool { return !a.Prefetch }},
 		{"prefetch budget", map[string]string{mountspec.KeyPrefetchBudget: "512Mi"}, func(a Attributes) bool { return a.PrefetchBudget == 512<<20 }},
@@ -75,6 +80,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key", map[string]string{"cachesize": "1Gi"}, nil, []string{`"cachesize"`, mountspec.KeyCacheSize, mountspec.KeyMountOptions}},
 		{"bad open mode", map[string]string{mountspec.KeyOpenMode: "Kernel"}, nil, []string{mountspec.KeyOpenMode, `"server"`, `"kernel"`}},
 		{"bad cache affinity", map[string]string{KeyCacheAffinity: "off"}, nil, []string{KeyCacheAffinity}},
+		{"bad shared cache size", map[string]string{mountspec.KeySharedCache: "http://t:1/tier", KeySharedCacheSize: "lots"}, nil, []string{KeySharedCacheSize}},
+		{"shared cache age below two days", map[string]string{mountspec.KeySharedCache: "http://t:1/tier", KeySharedCacheMaxAge: "12h"}, nil, []string{KeySharedCacheMaxAge, "48h"}},
+		{"shared cache size without tier", map[string]string{KeySharedCacheSize: "1Ti"}, nil, []string{KeySharedCacheSize, mountspec.KeySharedCache}},
 		{"bad provisioning", map[string]string{KeyProvisioning: "volume"}, nil, []string{KeyProvisioning}},
 		{"bad reclaim", map[string]string{KeyReclaim: "keep"}, nil, []string{KeyReclaim}},
 		{"bad endpoint", map[string]string{mountspec.KeyEndpoint: "minio:9000"}, nil, []string{mountspec.KeyEndpoint}},

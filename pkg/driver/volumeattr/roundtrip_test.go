@@ -38,6 +38,11 @@ func (genAttrs) Generate(r *rand.Rand, _ int) reflect.Value {
 	a.MetadataTTL = []time.Duration{0, mountspec.Forever, 90 * time.Second}[r.Intn(3)]
 	a.Reclaim = Reclaim(pick(string(ReclaimDelete), string(ReclaimRetain)))
 	a.CacheAffinity = r.Intn(2) == 0
+	if a.Backend != objstore.BackendFile && r.Intn(2) == 0 {
+		a.SharedCache = "http://127.0.0.1:9100/tier"
+		a.SharedCacheSize = []int64{0, 1 << 40, 1500}[r.Intn(3)]
+		a.SharedCacheMaxAge = []time.Duration{0, MinSharedCacheMaxAge, 7 * 24 * time.Hour}[r.Intn(3)]
+	}
 	if n := r.Intn(3); n > 0 {
 		a.Warmup = []string{"train", WarmupAll, "val/labels.csv"}[:n]
 	}

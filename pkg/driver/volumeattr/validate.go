@@ -20,5 +20,13 @@ func (a *Attributes) crossCheck() []error {
 		bad("%s=%s: the file backend provisions prefixes (directories) only; set %s to a directory and %s=%s",
 			KeyProvisioning, ProvisionBucket, mountspec.KeyBucket, KeyProvisioning, ProvisionPrefix)
 	}
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{KeySharedCacheSize, a.SharedCacheSize > 0}, {KeySharedCacheMaxAge, a.SharedCacheMaxAge > 0}} {
+		if k.set && a.SharedCache == "" {
+			bad("%s bounds the shared cache tier and needs %s", k.key, mountspec.KeySharedCache)
+		}
+	}
 	return errs
 }

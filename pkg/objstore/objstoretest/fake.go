@@ -127,6 +127,21 @@ func (f *Fake) Keys() []string {
 	return slices.Clone(f.keys)
 }
 
+// SetModTime sets the last-modified time of the object under key, as if
+// it had been stored at t (tests of age-based decisions); ErrNotFound if
+// there is none.
+func (f *Fake) SetModTime(key string, t time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.objects[key]
+	if !ok {
+		return fmt.Errorf("objstoretest: %s: %w", key, objstore.ErrNotFound)
+	}
+	o.modTime = t
+	f.objects[key] = o
+	return nil
+}
+
 // begin counts the call and applies latency, hook and injected error.
 func (f *Fake) begin(ctx context.Context, op Op, key string) error {
 	c, _ := f.calls.LoadOrStore(op, new(atomic.Int64))

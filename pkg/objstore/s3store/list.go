@@ -106,7 +106,11 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 			return deleted, err
 		}
 		if len(page.Objects) > 0 {
-			n, err := s.deleteKeys(ctx, page.Objects)
+			keys := make([]string, len(page.Objects))
+			for i, o := range page.Objects {
+				keys[i] = o.Key
+			}
+			n, err := s.deleteObjects(ctx, keys)
 			deleted += n
 			if err != nil {
 				return deleted, err
@@ -119,12 +123,34 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 	}
 }
 
-// deleteKeys removes one batch with DeleteObjects and returns how many
+// DeleteKeys removes keys with DeleteObjects, one request per batch of up
+// to 1000 (objstore.KeysDeleter), and stops at the first failed batch. A
+// missing key counts as removed.
+func (s *Store) DeleteKeys(ctx context.Context, keys []string) (int, error) {
+	deleted := 0
+	for len(keys) > 0 {
+		n := min(len(keys), s.deleteBatch)
+		for _, k := range keys[:n] {
+			if err := checkKey(k); err != nil {
+				return deleted, err
+			}
+		}
+		got, err := s.deleteObjects(ctx, keys[:n])
+		deleted += got
+		if err != nil {
+			return deleted, err
+		}
+		keys = keys[n:]
+	}
+	return deleted, nil
+}
+
+// deleteObjects removes one batch with DeleteObjects and returns how many
 // keys went; the first per-key failure becomes the error.
-func (s *Store) deleteKeys(ctx context.Context, objs []objstore.ObjectInfo) (int, error) {
-	ids := make([]types.ObjectIdentifier, len(objs))
-	for i, o := range objs {
-		ids[i] = types.ObjectIdentifier{Key: aws.String(o.Key)}
+func (s *Store) deleteObjects(ctx context.Context, keys []string) (int, error) {
+	ids := make([]types.ObjectIdentifier, len(keys))
+	for i, k := range keys {
+		ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
 	}
 	cctx, cancel := s.c.withTimeout(ctx)
 	defer cancel()
@@ -147,5 +173,5 @@ func (s *Store) deleteKeys(ctx context.Context, objs []objstore.ObjectInfo) (int
 			first = mapErr(ctx, "DeleteObjects", s.bucket, aws.ToString(e.Key), apiErr)
 		}
 	}
-	return len(objs) - failed, first
+	return len(keys) - failed, first
 }

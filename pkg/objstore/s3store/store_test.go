@@ -224,3 +224,40 @@ func TestAdmin(t *testing.T) {
 		t.Errorf("CreateBucket(\"\"): %v", err)
 	}
 }
+
+// TestDeleteKeysBatches: objstore.DeleteKeys reaches the store's
+// DeleteObjects through a WithPrefix view, in batches, and removes exactly
+// the keys given (a missing one counts as removed).
+func TestDeleteKeysBatches(t *testing.T) {
+	s := newMinIOStore(t, objstore.BackendS3, asConfigured, nil)
+	s.deleteBatch = 7
+	var gone []string
+	for i := range 20 {
+		put(t, s, fmt.Sprintf("v/%02d", i), []byte{byte(i)})
+		if i%2 == 0 {
+			gone = append(gone, fmt.Sprintf("%02d", i))
+		}
+	}
+	gone = append(gone, "missing")
+	view := objstore.WithPrefix(nopClose{s}, "v")
+	n, err := objstore.DeleteKeys(t.Context(), view, gone, 1)
+	if err != nil || n != len(gone) {
+		t.Fatalf("DeleteKeys = %d, %v; want %d", n, err, len(gone))
+	}
+	page, err := s.List(t.Context(), objstore.ListOptions{Prefix: "v/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range page.Objects {
+		keys = append(keys, o.Key)
+	}
+	if want := "v/01,v/03,v/05,v/07,v/09,v/11,v/13,v/15,v/17,v/19"; strings.Join(keys, ",") != want {
+		t.Errorf("left %q, want %s", keys, want)
+	}
+}
+
+// nopClose keeps a view's Close from closing the test's store.
+type nopClose struct{ *Store }
+
+func (nopClose) Close() error { return nil }
