@@ -18,6 +18,7 @@ import (
 
 	"github.com/basin-csi/basin/internal/keyedmutex"
 	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
@@ -341,13 +342,19 @@ func (n *Node) leaveShare(ctx context.Context, s *share, id string) error {
 		return nil
 	}
 	if next != "" {
-		creds, err := n.state.LoadCredentials(next)
-		switch {
-		case err == nil && !creds.IsZero():
-			_ = n.deliverCredentials(ctx, s.id, creds) // logged there
-		case err == nil: // the default chain: the process keeps what it has
-		default:
-			klog.ErrorS(err, "loading the credentials of a share's next owner", "share", s.id, "volume", next)
+		// The bucket's keys and the shared cache tier's, each pair as the
+		// next owner's record keeps it.
+		for stateID, deliver := range map[string]func(context.Context, string, objstore.Credentials) error{
+			next: n.deliverCredentials, sharedCacheCredentialsID(next): n.deliverSharedCacheCredentials,
+		} {
+			creds, err := n.state.LoadCredentials(stateID)
+			switch {
+			case err == nil && !creds.IsZero():
+				_ = deliver(ctx, s.id, creds) // logged there
+			case err == nil: // the default chain: the process keeps what it has
+			default:
+				klog.ErrorS(err, "loading the credentials of a share's next owner", "share", s.id, "volume", next)
+			}
 		}
 	}
 	return nil
