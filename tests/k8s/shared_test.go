@@ -65,6 +65,8 @@ sleep 3600`
 	// The node holds the data once: one cache's bytes, which both PVs'
 	// VolumeCaches show, the second naming the first.
 	used := sample(m, "basin_cache_used_bytes", map[string]string{"volume": handleA})
+	t.Logf("team A's cold epoch: %v data GETs; team B's: %v; the shared cache: %v bytes for a dataset of %d",
+		getsBefore, sample(m, "basin_bucket_requests_total", a)-getsBefore, used, 150*128<<10)
 	if dataset := float64(150 * 128 << 10); used < dataset || used > 1.5*dataset {
 		t.Errorf("the shared cache uses %v bytes for a dataset of %v", used, dataset)
 	}
