@@ -35,6 +35,7 @@ func nodeFlagSet(c *nodeConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Driver.Name, "driver-name", driver.DefaultName, "CSI driver `name` (must match the CSIDriver object)")
 	fs.StringVar(&c.Node.CacheRoot, "cache-root", driver.DefaultCacheRoot, "`directory` holding one cache directory per volume (kept across unstage and restarts)")
 	fs.StringVar(&c.Node.StateFile, "state-file", driver.DefaultStateFile, "`file` recording staged volumes and published targets (survives restarts)")
+	fs.StringVar(&c.Node.SharesDir, "shares-dir", "", "`directory` of the mounts of the FUSE processes read-only volumes share; empty: beside the staging directories, in kubelet's tree")
 	fs.StringVar(&c.Node.MountBinary, "mount-binary", "", "csi-driver `executable` run as the per-volume FUSE process (default: this executable)")
 	fs.StringVar(&c.HolderSocket, "fdholder-socket", "", "unix `socket` of `csi-driver fdholder`, which keeps the FUSE connections across restarts of this plugin\n(empty: none, a restart remounts and open files break)")
 	fs.BoolVar(&c.Node.Supervisor.Standby, "fuse-standby", true, "keep a second FUSE process per volume started and waiting to take the connection over when the serving one dies:\na faster heal on a node whose cores are busy, for an idle process's memory (tens of MiB)")

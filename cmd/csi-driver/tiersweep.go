@@ -11,7 +11,6 @@ import (
 
 	"github.com/basin-csi/basin/pkg/cache/tier"
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
-	"github.com/basin-csi/basin/pkg/metrics"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/tiersweep"
 )
@@ -31,9 +30,9 @@ func startTierSweep(ctx context.Context, cfg controllerConfig, restCfg *rest.Con
 	if err != nil {
 		return fmt.Errorf("shared cache sweep: %w", err)
 	}
-	var m *metrics.TierSweepMetrics
+	var m *tiersweep.Metrics
 	if cfg.Driver.Metrics != nil {
-		if m, err = metrics.NewTierSweepMetrics(cfg.Driver.Metrics); err != nil {
+		if m, err = tiersweep.NewMetrics(cfg.Driver.Metrics); err != nil {
 			return fmt.Errorf("shared cache sweep: %w", err)
 		}
 	}

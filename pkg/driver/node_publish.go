@@ -15,7 +15,8 @@ import (
 	"github.com/basin-csi/basin/pkg/driver/volumeattr"
 )
 
-// NodePublishVolume bind-mounts the staging path on the pod's target,
+// NodePublishVolume bind-mounts the staging path (a shared volume: its
+// share's directory, publishSource) on the pod's target,
 // read-only when the request, the access mode or the volume says so.
 func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	if err := n.publishVolume(ctx, req); err != nil {
@@ -99,7 +100,7 @@ func (n *Node) publishVolume(ctx context.Context, req *csi.NodePublishVolumeRequ
 	}
 	bctx, cancel := n.opContext(ctx)
 	defer cancel()
-	if err := n.kernel.Bind(bctx, staging, target, ro); err != nil {
+	if err := n.kernel.Bind(bctx, n.publishSource(id, staging), target, ro); err != nil {
 		n.dropTarget(id, target)
 		return err
 	}

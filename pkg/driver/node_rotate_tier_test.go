@@ -49,9 +49,14 @@ func TestRotateSharedCacheCredentials(t *testing.T) {
 		}
 	}
 	stagingA, stagingB := filepath.Join(h.dir, "staging-a"), filepath.Join(h.dir, "staging-b")
-	targetB := filepath.Join(h.dir, "pod", "mount")
+	targetA, targetB := filepath.Join(h.dir, "pod-a", "mount"), filepath.Join(h.dir, "pod", "mount")
 	stage(a, stagingA)
 	stage(b, stagingB)
+	// Read-only volumes are read through their targets: their staging
+	// paths stay plain directories (node_share.go).
+	if err := h.publishWith(t, a, stagingA, targetA, secrets(a)); err != nil {
+		t.Fatalf("NodePublishVolume: %v", err)
+	}
 	if err := h.publishWith(t, b, stagingB, targetB, secrets(b)); err != nil {
 		t.Fatalf("NodePublishVolume: %v", err)
 	}
@@ -69,7 +74,7 @@ func TestRotateSharedCacheCredentials(t *testing.T) {
 		}
 	}
 	for _, p := range files(0, 6) {
-		readBytes(t, filepath.Join(stagingA, p), a.files[p])
+		readBytes(t, filepath.Join(targetA, p), a.files[p])
 	}
 	waitTierObjects(t, tierCfg, objstore.Credentials{AccessKeyID: tierSrv.AccessKey, SecretAccessKey: tierSrv.SecretKey}, 6)
 	pidA, pidB := servingPid(t, h, a.id), servingPid(t, h, b.id)
@@ -98,7 +103,7 @@ func TestRotateSharedCacheCredentials(t *testing.T) {
 
 	// Fills with the new key: the other half, never read before.
 	for _, p := range files(6, 12) {
-		readBytes(t, filepath.Join(stagingA, p), a.files[p])
+		readBytes(t, filepath.Join(targetA, p), a.files[p])
 	}
 	waitTierObjects(t, tierCfg, rotated, 12)
 

@@ -26,9 +26,13 @@ import (
 // differ in nothing but the prefix, and whose prefixes are equal or nested,
 // share one FUSE process and so one cache: the share. The share's process
 // is mounted on its own directory (shareMountDir) with the prefix of the
-// volume that started it, and each member volume's staging path is a
-// read-only bind mount of the share's directory for its prefix. The
-// kernel then also keeps one page cache for the members' files.
+// volume that started it. A member's pods get bind mounts of the share's
+// directory for its prefix (NodePublishVolume binds from publishSource);
+// its staging path stays a plain directory. That is on purpose: kubelet
+// unstages a volume only when no other mount shows the same file system
+// root as its staging path (GetDeviceMountRefs), and staging paths bound
+// from one share would hold each other (and the share's own mount) for
+// ever. The kernel keeps one page cache for the members' files.
 //
 //   - What must match: every setting of the spec (TTLs, uid/gid, modes,
 //     fsGroup, mount flags, cache settings, open mode, the shared cache
@@ -46,11 +50,11 @@ import (
 //     It keeps the name when that volume leaves.
 //   - Recovery: the share is one supervised volume, so takeover, the
 //     standby, the descriptor holder and remounts work as for any volume;
-//     after a remount the supervisor binds the members' staging paths
-//     again before their published targets (shareBinds). Each member's
-//     record names its share and the share's prefix (nodestate), so a
-//     restarted node plugin's start-up reconcile stages the same shares
-//     again and takes their connections over.
+//     after a remount the supervisor binds the members' published targets
+//     again (shareBinds). Each member's record names its share and the
+//     share's prefix (nodestate), so a restarted node plugin's start-up
+//     reconcile stages the same shares again and takes their connections
+//     over.
 //   - Accounting: the share has one cache directory, so its bytes are
 //     counted once by the metrics (StagedVolumes names the share) and by
 //     `csi-driver cache stats`.
@@ -70,10 +74,9 @@ type share struct {
 	members map[string]shareMember
 }
 
-// shareMember is a volume bound from a share.
+// shareMember is a volume a share serves.
 type shareMember struct {
-	staging string
-	sub     string // its prefix below the share's root ("" for the root)
+	sub string // its prefix below the share's root ("" for the root)
 }
 
 // shareTable is the node's shares, in memory (rebuilt by the start-up
@@ -186,8 +189,7 @@ type shareRecord struct {
 }
 
 // stageShared stages a shareable volume: it joins the share of its source
-// (proving its credentials first) or starts one, and binds its staging
-// path. rec is the share the volume's record names (a restage after a node
+// (proving its credentials first) or starts one. rec is the share the volume's record names (a restage after a node
 // plugin restart): that share is staged again, under its name. It returns
 // the share the volume is a member of.
 func (n *Node) stageShared(ctx context.Context, req supervisor.Request, rec shareRecord) (shareRecord, error) {
@@ -195,7 +197,7 @@ func (n *Node) stageShared(ctx context.Context, req supervisor.Request, rec shar
 	unlock := n.shares.locks.Lock(key)
 	defer unlock()
 	if s := n.shares.of(req.VolumeID); s != nil {
-		return shareRecord{s.id, s.root}, n.bindMember(ctx, s, req.VolumeID) // a repeated stage
+		return shareRecord{s.id, s.root}, n.rebindTargets(ctx, s, req.VolumeID) // a repeated stage
 	}
 	var s *share
 	var sub string
@@ -225,10 +227,10 @@ func (n *Node) stageShared(ctx context.Context, req supervisor.Request, rec shar
 		sub, _ = under(req.Spec.Prefix, s.root)
 	}
 	n.shares.mu.Lock()
-	s.members[req.VolumeID] = shareMember{staging: req.StagingPath, sub: sub}
+	s.members[req.VolumeID] = shareMember{sub: sub}
 	n.shares.byVolume[req.VolumeID] = s
 	n.shares.mu.Unlock()
-	if err := n.bindMember(ctx, s, req.VolumeID); err != nil {
+	if err := n.rebindTargets(ctx, s, req.VolumeID); err != nil {
 		if lerr := n.leaveShare(ctx, s, req.VolumeID); lerr != nil {
 			klog.ErrorS(lerr, "stopping a share whose only volume could not be bound", "share", s.id)
 		}
@@ -269,35 +271,42 @@ func (n *Node) startShare(ctx context.Context, key string, req supervisor.Reques
 	return s, nil
 }
 
-// bindMember binds the share's directory for volume id on its staging
-// path, read-only, unless that path is already a mount of the share's
-// connection. A staging path bound again (a share mounted anew after a
-// node plugin restart) is bound again on the volume's published targets
-// too, which held the old mount.
-func (n *Node) bindMember(ctx context.Context, s *share, id string) error {
-	n.shares.mu.Lock()
-	m := s.members[id]
-	n.shares.mu.Unlock()
-	if dev, err := n.kernel.MountDev(ctx, s.mount); err == nil {
-		if have, err := n.kernel.MountDev(ctx, m.staging); err == nil && have == dev {
-			return nil
-		}
-	}
-	bctx, cancel := n.opContext(ctx)
-	defer cancel()
-	if err := n.kernel.Bind(bctx, filepath.Join(s.mount, m.sub), m.staging, true); err != nil {
+// rebindTargets binds the share's directory for volume id again on the
+// volume's published targets that are no mount of the share's connection
+// (a share mounted anew after a node plugin restart). A new member has
+// none.
+func (n *Node) rebindTargets(ctx context.Context, s *share, id string) error {
+	dev, err := n.kernel.MountDev(ctx, s.mount)
+	if err != nil {
 		return err
 	}
+	source := n.publishSource(id, "")
+	bctx, cancel := n.opContext(ctx)
+	defer cancel()
 	for _, b := range n.volumeBinds(id) {
-		if err := n.kernel.Bind(bctx, m.staging, b.Target, b.ReadOnly); err != nil {
+		if have, err := n.kernel.MountDev(bctx, b.Target); err == nil && have == dev {
+			continue
+		}
+		if err := n.kernel.Bind(bctx, source, b.Target, b.ReadOnly); err != nil {
 			klog.ErrorS(err, "re-binding a published target", "volume", id, "target", b.Target)
 		}
 	}
 	return nil
 }
 
-// unstageShared unmounts a member's staging path and leaves its share;
-// the last member stops the share's process.
+// publishSource is what a volume's targets are bound from: its share's
+// directory for its prefix, or else its staging path.
+func (n *Node) publishSource(id, staging string) string {
+	n.shares.mu.Lock()
+	defer n.shares.mu.Unlock()
+	if s := n.shares.byVolume[id]; s != nil {
+		return filepath.Join(s.mount, s.members[id].sub)
+	}
+	return staging
+}
+
+// unstageShared leaves a member's share (and unmounts whatever is mounted
+// on its staging path); the last member stops the share's process.
 func (n *Node) unstageShared(ctx context.Context, s *share, id, staging string) error {
 	unlock := n.shares.locks.Lock(s.key)
 	defer unlock()
@@ -408,8 +417,8 @@ func (n *Node) isDir(ctx context.Context, path string) error {
 }
 
 // shareBinds are the bind mounts the supervisor makes again after a
-// remount of share id: each member's staging path, then each member's
-// published targets. ok is false when id is no share.
+// remount of share id: each member's published targets. ok is false when
+// id is no share.
 func (n *Node) shareBinds(id string) (_ []supervisor.Bind, ok bool) {
 	n.shares.mu.Lock()
 	s := n.shares.byID[id]
@@ -417,19 +426,11 @@ func (n *Node) shareBinds(id string) (_ []supervisor.Bind, ok bool) {
 	if s == nil {
 		return nil, false
 	}
-	_, members := n.shares.snapshot(s)
-	ids := make([]string, 0, len(members))
-	for m := range members {
-		ids = append(ids, m)
-	}
-	slices.Sort(ids)
 	var out []supervisor.Bind
-	for _, m := range ids {
-		out = append(out, supervisor.Bind{Source: filepath.Join(s.mount, members[m].sub), Target: members[m].staging, ReadOnly: true})
-	}
-	for _, m := range ids {
+	for _, m := range n.ShareMembers(id) {
+		source := n.publishSource(m, "")
 		for _, b := range n.volumeBinds(m) {
-			b.Source = members[m].staging
+			b.Source = source
 			out = append(out, b)
 		}
 	}

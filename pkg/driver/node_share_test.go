@@ -52,6 +52,14 @@ func (h *nodeHarness) publishReadOnly(t *testing.T, v realVolume, staging, targe
 	}
 }
 
+// unpublish unpublishes v's target.
+func (h *nodeHarness) unpublish(t *testing.T, v realVolume, target string) {
+	t.Helper()
+	if _, err := h.client.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: v.id, TargetPath: target}); err != nil {
+		t.Fatalf("NodeUnpublishVolume %s: %v", target, err)
+	}
+}
+
 func (h *nodeHarness) unstage(t *testing.T, v realVolume, staging string) {
 	t.Helper()
 	if _, err := h.client.NodeUnstageVolume(t.Context(), &csi.NodeUnstageVolumeRequest{VolumeId: v.id, StagingTargetPath: staging}); err != nil {
@@ -79,6 +87,9 @@ func TestReadOnlyVolumesShareOneProcess(t *testing.T) {
 	staging := func(v realVolume) string {
 		return filepath.Join(h.dir, "csi", strings.ReplaceAll(v.id, "/", "_"), "globalmount")
 	}
+	target := func(v realVolume) string {
+		return filepath.Join(h.dir, "pods", strings.ReplaceAll(v.id, "/", "_"), "mount")
+	}
 	const rox = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	for _, v := range []realVolume{a, b, nested} {
 		if err := h.stageMode(t, v, staging(v), rox); err != nil {
@@ -87,6 +98,14 @@ func TestReadOnlyVolumesShareOneProcess(t *testing.T) {
 	}
 	if err := h.stageMode(t, a, staging(a), rox); err != nil {
 		t.Fatalf("a repeated stage: %v", err)
+	}
+	for _, v := range []realVolume{a, b, nested} {
+		h.publishReadOnly(t, v, staging(v), target(v))
+		// Kubelet unstages only a staging path no other mount shows
+		// the same root of: a shared volume's stays a plain directory.
+		if isMount(t, staging(v)) {
+			t.Errorf("%s's staging path is a mount: kubelet would never unstage it", v.id)
+		}
 	}
 
 	pid := servingPid(t, h, a.id)
@@ -117,19 +136,19 @@ func TestReadOnlyVolumesShareOneProcess(t *testing.T) {
 		t.Errorf("StagedVolumes = %+v, want the share once with its three members", vols)
 	}
 
-	readFile(t, filepath.Join(staging(a), "hello.txt"), "hello from the bucket")
-	readFile(t, filepath.Join(staging(nested), "nested.txt"), "nested data")
+	readFile(t, filepath.Join(target(a), "hello.txt"), "hello from the bucket")
+	readFile(t, filepath.Join(target(nested), "nested.txt"), "nested data")
 	// What the first volume read is the second's too: gone from the bucket,
 	// it still reads through the second volume (metadataTTL -1 trusts the
 	// cache), from the one cache.
 	if err := a.store.Delete(t.Context(), "hello.txt"); err != nil {
 		t.Fatal(err)
 	}
-	readFile(t, filepath.Join(staging(b), "hello.txt"), "hello from the bucket")
-	if _, err := os.Stat(filepath.Join(staging(nested), "hello.txt")); !errors.Is(err, os.ErrNotExist) {
+	readFile(t, filepath.Join(target(b), "hello.txt"), "hello from the bucket")
+	if _, err := os.Stat(filepath.Join(target(nested), "hello.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the nested volume sees a file above its prefix: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(staging(b), "new.txt"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+	if err := os.WriteFile(filepath.Join(target(b), "new.txt"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("write through a shared read-only volume: %v, want EROFS", err)
 	}
 
@@ -154,19 +173,19 @@ func TestReadOnlyVolumesShareOneProcess(t *testing.T) {
 	h.unstage(t, writer, staging(writer))
 
 	// The first volume leaves: the others keep reading from the share.
+	h.unpublish(t, a, target(a))
 	h.unstage(t, a, staging(a))
-	if isMount(t, staging(a)) {
-		t.Error("the first volume's staging path is still mounted")
-	}
-	readFile(t, filepath.Join(staging(b), "hello.txt"), "hello from the bucket")
-	readFile(t, filepath.Join(staging(nested), "nested.txt"), "nested data")
+	readFile(t, filepath.Join(target(b), "hello.txt"), "hello from the bucket")
+	readFile(t, filepath.Join(target(nested), "nested.txt"), "nested data")
 	if p := servingPid(t, h, b.id); p != pid {
 		t.Errorf("the share's process changed when its first volume left: %d, was %d", p, pid)
 	}
 
 	// The last volume stops the process and removes the share's mount point.
-	h.unstage(t, b, staging(b))
-	h.unstage(t, nested, staging(nested))
+	for _, v := range []realVolume{b, nested} {
+		h.unpublish(t, v, target(v))
+		h.unstage(t, v, staging(v))
+	}
 	if _, err := os.Stat(share.mount); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the share's mount point is left: %v", err)
 	}
@@ -188,8 +207,9 @@ func TestSharedVolumeHeals(t *testing.T) {
 	b := a
 	b.id = "file/" + uniqueName("team-b-")
 	stagings := h.stageReadOnly(t, a, b)
-	target := filepath.Join(h.dir, "pod", "mount")
+	target, targetA := filepath.Join(h.dir, "pod", "mount"), filepath.Join(h.dir, "pod-a", "mount")
 	h.publishReadOnly(t, b, stagings[b.id], target)
+	h.publishReadOnly(t, a, stagings[a.id], targetA)
 	readFile(t, filepath.Join(target, "hello.txt"), "hello from the bucket")
 	pid := servingPid(t, h, a.id)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -197,7 +217,7 @@ func TestSharedVolumeHeals(t *testing.T) {
 	}
 	share := h.node.shares.of(b.id)
 	waitHealed(t, h, share.id, 1)
-	for _, p := range []string{stagings[a.id], stagings[b.id], target} {
+	for _, p := range []string{targetA, target} {
 		readFile(t, filepath.Join(p, "hello.txt"), "hello from the bucket")
 	}
 
@@ -214,12 +234,11 @@ func TestSharedVolumeHeals(t *testing.T) {
 	if s, _ := h.node.check(t.Context(), a.id); s.LastHeal == nil || s.LastHeal.Method != "remount" {
 		t.Fatalf("heal after an abort = %+v, want a remount", s.LastHeal)
 	}
-	for _, p := range []string{stagings[a.id], stagings[b.id], target} {
+	for _, p := range []string{targetA, target} {
 		readFile(t, filepath.Join(p, "hello.txt"), "hello from the bucket")
 	}
-	if _, err := h.client.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: b.id, TargetPath: target}); err != nil {
-		t.Fatal(err)
-	}
+	h.unpublish(t, b, target)
+	h.unpublish(t, a, targetA)
 	h.unstage(t, a, stagings[a.id])
 	h.unstage(t, b, stagings[b.id])
 }
@@ -236,8 +255,9 @@ func TestSharedVolumesTakenBack(t *testing.T) {
 	b.id = "file/" + uniqueName("team-b-")
 	c.id = "file/" + uniqueName("team-c-")
 	stagings := h.stageReadOnly(t, a, b, c)
-	target := filepath.Join(h.dir, "pod", "mount")
+	target, targetC := filepath.Join(h.dir, "pod", "mount"), filepath.Join(h.dir, "pod-c", "mount")
 	h.publishReadOnly(t, b, stagings[b.id], target)
+	h.publishReadOnly(t, c, stagings[c.id], targetC)
 	h.unstage(t, a, stagings[a.id]) // the share keeps its first volume's name
 	old := servingPid(t, h, b.id)
 
@@ -256,12 +276,11 @@ func TestSharedVolumesTakenBack(t *testing.T) {
 		t.Errorf("FUSE processes after the restart: %v (%v), want one", pids, err)
 	}
 	t.Logf("FUSE process %d before the restart, %d after", old, pid)
-	for _, p := range []string{stagings[b.id], stagings[c.id], target} {
+	for _, p := range []string{target, targetC} {
 		readFile(t, filepath.Join(p, "hello.txt"), "hello from the bucket")
 	}
-	if _, err := h.client.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: b.id, TargetPath: target}); err != nil {
-		t.Fatal(err)
-	}
+	h.unpublish(t, b, target)
+	h.unpublish(t, c, targetC)
 	h.unstage(t, b, stagings[b.id])
 	h.unstage(t, c, stagings[c.id])
 	if err := syscall.Kill(pid, 0); err == nil {

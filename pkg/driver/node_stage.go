@@ -123,7 +123,7 @@ func (n *Node) stageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest)
 	}
 	klog.InfoS("volume staged", "volume", id, "staging", staging, "source", spec.SourceURL(), "readOnly", spec.Flags().ReadOnly,
 		"mountOptions", spec.MountOptions, "mountGroup", group, "cacheDir", mreq.CacheDir)
-	n.startWarmup(id, staging, attrs.Warmup) // the warmup attribute, in the background (node_warmup.go)
+	n.startWarmup(id, n.publishSource(id, staging), attrs.Warmup) // the warmup attribute, in the background (node_warmup.go)
 	return nil
 }
 

@@ -32,6 +32,9 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 	if _, published := v.Targets[path]; !published && path != v.StagingPath {
 		return nil, toStatus(fmt.Errorf("%w: volume %s is not published at %s", ErrVolumeNotFound, id, path))
 	}
+	if path == v.StagingPath {
+		path = n.publishSource(id, path) // a shared volume's staging path is a plain directory
+	}
 	sctx, cancel := n.opContext(ctx)
 	defer cancel()
 	st, err := n.kernel.Statfs(sctx, path)

@@ -26,8 +26,9 @@ func fakeNode(t *testing.T) (*Node, *supervisortest.Kernel, *supervisortest.Runn
 // the fake kernel k and runner r.
 func fakeNodeConfig(dir string, k *supervisortest.Kernel, r *supervisortest.Runner) NodeConfig {
 	return NodeConfig{
-		NodeID: "n1", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state.json"), MountBinary: "/bin/true",
-		Supervisor: supervisor.Config{Runner: r, Kernel: k, CheckInterval: 10 * time.Millisecond, MaxHealBackoff: 10 * time.Millisecond},
+		NodeID: "n1", CacheRoot: filepath.Join(dir, "cache"), StateFile: filepath.Join(dir, "state.json"), SharesDir: filepath.Join(dir, "shares"),
+		MountBinary: "/bin/true",
+		Supervisor:  supervisor.Config{Runner: r, Kernel: k, CheckInterval: 10 * time.Millisecond, MaxHealBackoff: 10 * time.Millisecond},
 	}
 }
 
@@ -143,14 +144,17 @@ func TestNodePublishRules(t *testing.T) {
 		return err
 	}
 	stage("rox", csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)
-	if m, _ := k.Mounted(staging + "rox"); !m.ReadOnly {
-		t.Error("a ReadOnlyMany volume was staged read-write")
+	// A read-only volume is served by its share, mounted apart; its
+	// staging path stays a plain directory (node_share.go).
+	src := n.publishSource("rox", staging+"rox")
+	if m, ok := k.Mounted(src); !ok || !m.ReadOnly || src == staging+"rox" {
+		t.Errorf("a ReadOnlyMany volume's share at %s = %+v, %v; want a read-only mount", src, m, ok)
 	}
 	if err := publish("rox", "a", csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, false); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := k.Mounted(filepath.Join(dir, "a")); m.Source != staging+"rox" || !m.ReadOnly {
-		t.Errorf("ReadOnlyMany target = %+v, want a read-only bind of the staging path", m)
+	if m, _ := k.Mounted(filepath.Join(dir, "a")); m.Source != src || !m.ReadOnly {
+		t.Errorf("ReadOnlyMany target = %+v, want a read-only bind of the share", m)
 	}
 
 	stage("rwop", csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)

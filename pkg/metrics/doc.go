@@ -42,8 +42,9 @@
 // basin_csi_operations_total{method,code} and
 // basin_csi_operation_duration_seconds{method}.
 //
-// The controller's pass over the shared cache tiers (pkg/tiersweep;
-// TierSweepMetrics), labelled with the tier's sharedCache URL:
+// The controller's pass over the shared cache tiers has its metrics in
+// pkg/tiersweep (Metrics; the controller links no FUSE code through them),
+// labelled with the tier's sharedCache URL:
 //
 //	basin_controller_tier_bytes{tier}, basin_controller_tier_objects{tier}   after the last pass
 //	basin_controller_tier_evicted_objects_total{tier,reason}               age|budget

@@ -17,7 +17,7 @@
 //     MaxAttempts tries), a pass over one tier is bounded by
 //     Config.PassTimeout, and the tiers are swept one after another. A
 //     failure is logged and counted, and the next pass tries again.
-//   - Metrics (pkg/metrics TierSweepMetrics): the bytes and objects of
+//   - Metrics (metrics.go): the bytes and objects of
 //     each tier after a pass, the objects and bytes evicted, passes by
 //     result.
 //

@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/pkg/cache/tier"
-	"github.com/basin-csi/basin/pkg/metrics"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/backend"
@@ -48,7 +47,7 @@ type Config struct {
 	// (tier.DefaultMaxDeletes).
 	MaxDeletes int
 	// Metrics receives the passes' figures (nil: none).
-	Metrics *metrics.TierSweepMetrics
+	Metrics *Metrics
 	// Open opens a tier's bucket (tests); nil means backend.Open.
 	Open func(context.Context, objstore.Config, objstore.Credentials) (objstore.Store, error)
 	// Now is the clock (tests); nil means time.Now.

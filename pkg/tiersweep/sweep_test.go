@@ -18,7 +18,6 @@ import (
 	"github.com/basin-csi/basin/internal/promtest"
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/cache/tier"
-	"github.com/basin-csi/basin/pkg/metrics"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/s3store"
@@ -130,7 +129,7 @@ func TestPassKeepsTierWithinBounds(t *testing.T) {
 		volume("pv-c", srv.Endpoint+"/"+bucket+"/team-b", rootCreds(srv), srv, tier.Limits{}),
 	}
 	reg := prometheus.NewRegistry()
-	m, err := metrics.NewTierSweepMetrics(reg)
+	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +155,8 @@ func TestPassKeepsTierWithinBounds(t *testing.T) {
 	}{
 		{"basin_controller_tier_bytes", nil, 2 * size},
 		{"basin_controller_tier_objects", nil, 2},
-		{"basin_controller_tier_evicted_objects_total", map[string]string{"reason": metrics.EvictedAge}, 2},
-		{"basin_controller_tier_evicted_objects_total", map[string]string{"reason": metrics.EvictedBudget}, 2},
+		{"basin_controller_tier_evicted_objects_total", map[string]string{"reason": EvictedAge}, 2},
+		{"basin_controller_tier_evicted_objects_total", map[string]string{"reason": EvictedBudget}, 2},
 		{"basin_controller_tier_evicted_bytes_total", nil, 4 * size},
 		{"basin_controller_tier_passes_total", map[string]string{"result": "ok"}, 1},
 	} {
@@ -191,7 +190,7 @@ func TestPassFailureIsCountedNotFatal(t *testing.T) {
 	}
 	refused, ok := srv.Endpoint+"/"+bucket+"/refused", srv.Endpoint+"/"+bucket+"/ok"
 	reg := prometheus.NewRegistry()
-	m, err := metrics.NewTierSweepMetrics(reg)
+	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

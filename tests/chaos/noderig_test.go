@@ -118,7 +118,7 @@ func (r *nodeRig) startNode(t *testing.T) {
 // the test's).
 func (r *nodeRig) launchNode() (err error) {
 	args := []string{"node", "--endpoint", "unix://" + r.csiSocket(), "--node-id", "chaos-node",
-		"--cache-root", r.cacheRoot, "--state-file", filepath.Join(r.dir, "node", "state.json"),
+		"--cache-root", r.cacheRoot, "--state-file", filepath.Join(r.dir, "node", "state.json"), "--shares-dir", filepath.Join(r.dir, "shares"),
 		"--fdholder-socket", r.holderSocket(), "--fuse-standby=" + strconv.FormatBool(os.Getenv("BASIN_CHAOS_STANDBY") != "0")}
 	r.node, err = r.start(append(args, r.nodeArgs...)...)
 	return err

@@ -22,6 +22,7 @@ import (
 	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 	"github.com/basin-csi/basin/pkg/placement"
+	"github.com/basin-csi/basin/pkg/tiersweep"
 )
 
 // dashboardFile is the Grafana dashboard shipped for Basin's metrics.
@@ -141,7 +142,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	if _, err := driver.NewUploadSweeper(ctl, plugin); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := metrics.NewTierSweepMetrics(plugin); err != nil {
+	if _, err := tiersweep.NewMetrics(plugin); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := placement.NewMetrics(plugin); err != nil {

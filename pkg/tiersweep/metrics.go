@@ -1,4 +1,4 @@
-package metrics
+package tiersweep
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -6,11 +6,11 @@ import (
 	"github.com/basin-csi/basin/pkg/cache/tier"
 )
 
-// TierSweepMetrics are the controller's metrics of the shared cache tiers
-// it keeps within their bounds (pkg/tiersweep), labelled with the tier's
-// sharedCache URL (no secret in it). A nil *TierSweepMetrics records
+// Metrics are the controller's metrics of the shared cache tiers
+// it keeps within their bounds (this package), labelled with the tier's
+// sharedCache URL (no secret in it). A nil *Metrics records
 // nothing.
-type TierSweepMetrics struct {
+type Metrics struct {
 	// constant
 	bytes, objects        *prometheus.GaugeVec
 	evicted, evictedBytes *prometheus.CounterVec
@@ -24,10 +24,10 @@ const (
 	EvictedBudget = "budget"
 )
 
-// NewTierSweepMetrics creates the metrics and registers them with reg.
-func NewTierSweepMetrics(reg prometheus.Registerer) (*TierSweepMetrics, error) {
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	labels := []string{"tier"}
-	m := &TierSweepMetrics{
+	m := &Metrics{
 		bytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "basin_controller_tier_bytes",
 			Help: "Bytes of the shared cache tier's objects after the controller's last pass over it.",
@@ -64,7 +64,7 @@ func NewTierSweepMetrics(reg prometheus.Registerer) (*TierSweepMetrics, error) {
 // Pass records a pass over the tier named name that ended at unix
 // seconds: what it found and deleted (r), and whether it failed. The
 // gauges are set only by a pass that listed the whole tier.
-func (m *TierSweepMetrics) Pass(name string, r tier.EvictResult, err error, unix float64) {
+func (m *Metrics) Pass(name string, r tier.EvictResult, err error, unix float64) {
 	if m == nil {
 		return
 	}
@@ -84,7 +84,7 @@ func (m *TierSweepMetrics) Pass(name string, r tier.EvictResult, err error, unix
 }
 
 // Forget drops the gauges of a tier no volume names any more.
-func (m *TierSweepMetrics) Forget(name string) {
+func (m *Metrics) Forget(name string) {
 	if m == nil {
 		return
 	}
