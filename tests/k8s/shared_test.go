@@ -3,6 +3,8 @@
 package k8s
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -103,4 +105,29 @@ sleep 3600`
 	if ph := jsonpath(nsB, "pod/denied", "{.status.phase}"); ph != "Pending" {
 		t.Errorf("the refused claim's pod is %s, want Pending", ph)
 	}
+	kubectl(t, "-n", nsB, "delete", "pod", "denied", "--wait=true")
+
+	// Team A leaves: kubelet unstages its volume (a shared volume's
+	// staging path must not look in use), and team B reads on from the
+	// share, which keeps A's name. Team B leaves: the share ends.
+	pid := fuseProcessesOn(t, node, handleA)
+	kubectl(t, "-n", nsA, "delete", "pod", "reader", "--wait=true")
+	waitFor(t, "team A's volume unstaged", 90*time.Second, func() bool { return !stagedOn(node, handleA) })
+	if now := fuseProcessesOn(t, node, handleA); len(now) != 1 || len(pid) != 1 || now[0] != pid[0] {
+		t.Errorf("the share's FUSE process changed from %v to %v when team A left", pid, now)
+	}
+	kubectl(t, "-n", nsB, "exec", "reader", "--", "sh", "-c", "cat /data/train/* > /dev/null")
+	kubectl(t, "-n", nsB, "delete", "pod", "reader", "--wait=true")
+	waitFor(t, "the share ended with its last volume", 90*time.Second, func() bool { return len(volumeProcesses(t, handleA)) == 0 })
+}
+
+// stagedOn reports whether kubelet on node holds the volume with handle
+// staged: its staging directory (kubelet's
+// plugins/kubernetes.io/csi/<driver>/<sha256 of the handle>), which
+// kubelet removes once NodeUnstageVolume succeeded.
+func stagedOn(node, handle string) bool {
+	sum := sha256.Sum256([]byte(handle))
+	dir := fmt.Sprintf("%s/plugins/kubernetes.io/csi/basin.csi.dev/%x", env.KubeletDir, sum)
+	_, err := nodeExecErr(node, "test", "-e", dir+"/vol_data.json")
+	return err == nil
 }
