@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/basin-csi/basin/bench/dataset"
 	"github.com/basin-csi/basin/bench/wanproxy"
 )
 
-// Basin is the name of Basin's column; every other non-ceiling system is a
-// peer.
+// Basin is the name of Basin's column; every other system but the two
+// ceilings is a peer.
 const Basin = "basin"
+
+// Direct is the name of the direct client's column (bench/direct), the
+// ceiling of the cold phases.
+const Direct = "direct"
 
 // WriteMarkdown renders r; chart is the PNG's file name, next to the page.
 func WriteMarkdown(w io.Writer, r *Report, chart string) error {
@@ -20,6 +25,7 @@ func WriteMarkdown(w io.Writer, r *Report, chart string) error {
 	var notes []string // footnotes for failed cells, numbered from 1
 	writeHeader(b, r)
 	writeResults(b, r, chart, &notes)
+	writeCPU(b, r)
 	writeRequests(b, r)
 	writeRSS(b, r)
 	writeSystems(b, r)
@@ -68,15 +74,39 @@ func writeResults(b *bufio.Writer, r *Report, chart string, notes *[]string) {
 		"† = stopped at the phase deadline; the rate is that of the part done. "+
 		"n/a = system not available on this machine.\n\n")
 	cols := columnNames(r)
-	fmt.Fprintf(b, "| Scenario | Phase | Unit | %s | Basin ÷ best peer |\n", strings.Join(cols, " | "))
-	fmt.Fprintf(b, "|---|---|---|%s---|\n", strings.Repeat("--:|", len(cols)))
+	ratios := []string{"Basin ÷ best peer"}
+	withDirect := slices.ContainsFunc(r.Systems, func(s System) bool { return s.Name == Direct })
+	if withDirect {
+		ratios = append(ratios, "Basin ÷ direct")
+	}
+	fmt.Fprintf(b, "| Scenario | Phase | Unit | %s | %s |\n", strings.Join(cols, " | "), strings.Join(ratios, " | "))
+	fmt.Fprintf(b, "|---|---|---|%s%s\n", strings.Repeat("--:|", len(cols)), strings.Repeat("---|", len(ratios)))
+	var details []string
 	for _, row := range r.Rows {
 		cells := make([]string, 0, len(r.Systems))
 		for _, s := range r.Systems {
 			cells = append(cells, cellText(row, s.Name, notes))
+			if c := row.Cells[s.Name]; c.Detail != "" {
+				details = append(details, fmt.Sprintf("%s, %s %s: %s", s.Name, row.Scenario, row.Phase, c.Detail))
+			}
+		}
+		ratios = []string{versusBestPeer(r, row)}
+		if withDirect {
+			ratios = append(ratios, versus(row, Direct))
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", row.Scenario, row.Phase, row.Unit,
-			strings.Join(cells, " | "), versusBestPeer(r, row))
+			strings.Join(cells, " | "), strings.Join(ratios, " | "))
+	}
+	if withDirect {
+		fmt.Fprintf(b, "\nThe direct client plays the cold phases' reads and writes straight against the bucket "+
+			"through the same emulator, with the same threads and data (no file system): the ceiling of the cold phases; "+
+			"n/a where a phase needs a cache, a mount or a file reader.\n")
+	}
+	for _, d := range details {
+		fmt.Fprintf(b, "\n- %s", d)
+	}
+	if len(details) > 0 {
+		b.WriteByte('\n')
 	}
 	if chart != "" {
 		fmt.Fprintf(b, "\n![ratio to the local ceiling](%s)\n", chart)
@@ -126,7 +156,7 @@ func versusBestPeer(r *Report, row Row) string {
 	}
 	best, bestName := 0.0, ""
 	for _, s := range r.Systems {
-		if s.Name == Basin || s.Name == Ceiling {
+		if s.Name == Basin || s.Name == Ceiling || s.Name == Direct {
 			continue
 		}
 		if v, ok := row.Value(s.Name); ok && v > best {
@@ -137,6 +167,16 @@ func versusBestPeer(r *Report, row Row) string {
 		return "–"
 	}
 	return fmt.Sprintf("%s (%s)", times(basin/best), bestName)
+}
+
+// versus is Basin's value over system's in row.
+func versus(row Row, system string) string {
+	basin, ok := row.Value(Basin)
+	v, vok := row.Value(system)
+	if !ok || !vok || v <= 0 {
+		return "–"
+	}
+	return times(basin / v)
 }
 
 func writeRequests(b *bufio.Writer, r *Report) {

@@ -45,6 +45,22 @@ type Cell struct {
 	Traffic wanproxy.Snapshot `json:"traffic,omitempty"`
 	// Reason explains Failed and NA cells.
 	Reason string `json:"reason,omitempty"`
+	// CPU is what the phase cost in CPU time.
+	CPU CPU `json:"cpu,omitzero"`
+	// Detail says how the figure was reached when that is not the phase's
+	// usual way (the direct client's best download width).
+	Detail string `json:"detail,omitempty"`
+}
+
+// CPU is the CPU time (user + system, from /proc/<pid>/stat) used during a
+// phase.
+type CPU struct {
+	// System is the file-system process's, with its children (the direct
+	// client's process); nil when there is none (the local directory).
+	System *time.Duration `json:"system_ns,omitempty"`
+	// Store is the object-store server's (MinIO, fake-gcs-server), nil
+	// when it does not run on this machine.
+	Store *time.Duration `json:"store_ns,omitempty"`
 }
 
 // Row is one phase of one scenario.

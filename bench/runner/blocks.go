@@ -237,14 +237,22 @@ func (s *session) paths(set dataset.Set) []string {
 // verifySample checks the content of VerifySample small files spread over
 // the set.
 func (s *session) verifySample(set dataset.Set) error {
-	n := min(s.r.cfg.VerifySample, set.Files)
-	for i := range n {
-		k := set.Key(i * set.Files / max(n, 1))
+	for _, k := range sampleKeys(set, s.r.cfg.VerifySample) {
 		if err := s.verify(set, k, k); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sampleKeys are n keys spread over the set (all of them if it has fewer).
+func sampleKeys(set dataset.Set, n int) []string {
+	n = min(n, set.Files)
+	out := make([]string, n)
+	for i := range n {
+		out[i] = set.Key(i * set.Files / max(n, 1))
+	}
+	return out
 }
 
 // verify checks that the file at key rel below the mount holds the content

@@ -88,6 +88,9 @@ type Hooks struct {
 	// Clean deletes what an earlier run wrote under prefix (a directory
 	// relative to the mount root) for the system.
 	Clean func(ctx context.Context, sys sut.System, prefix string) error
+	// StorePID returns the PID of a backend's object-store server when it
+	// runs on this machine, 0 otherwise; its CPU time goes into each cell.
+	StorePID func(sut.Backend) int
 	// DropCaches drops the kernel's page, dentry and inode caches.
 	DropCaches func() error
 	// Logf reports progress.

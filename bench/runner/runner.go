@@ -88,6 +88,9 @@ func (s *session) logf(format string, args ...any) {
 
 func (s *session) run(ctx context.Context) {
 	blocks := []func(context.Context){s.smallFiles, s.checkpoint, s.randomReads, s.metadata, s.write, s.torch, s.create, s.images}
+	if c, ok := s.sys.(sut.Client); ok {
+		blocks = s.clientBlocks(c)
+	}
 	for i, b := range blocks {
 		if ctx.Err() != nil {
 			break
@@ -170,11 +173,16 @@ func (s *session) fail(err error, ids ...string) {
 // cell with the traffic it caused. check, when set, validates the result
 // (byte counts, content) outside the timed part.
 func (s *session) measure(ctx context.Context, id string, fn func(context.Context) (scenario.Measure, error), check func(scenario.Measure) error) {
+	s.cells[id] = s.measureCell(ctx, id, fn, check)
+}
+
+// measureCell is measure without recording the cell.
+func (s *session) measureCell(ctx context.Context, id string, fn func(context.Context) (scenario.Measure, error), check func(scenario.Measure) error) report.Cell {
 	pctx, cancel := context.WithTimeout(ctx, s.r.cfg.PhaseTimeout)
 	defer cancel()
-	before := s.traffic()
+	before, cpu := s.traffic(), s.cpuMark()
 	m, err := fn(pctx)
-	cell := report.Cell{Status: report.OK, Measure: m, Traffic: s.traffic().Sub(before)}
+	cell := report.Cell{Status: report.OK, Measure: m, Traffic: s.traffic().Sub(before), CPU: cpu.since(s.cpuMark())}
 	if s.sys.Backend() == sut.BackendLocal {
 		cell.Traffic = nil
 	}
@@ -192,7 +200,7 @@ func (s *session) measure(ctx context.Context, id string, fn func(context.Contex
 		s.logf("%s: %d files, %.1f MB in %v (%.1f MB/s, %.0f files/s)", id, m.Files, float64(m.Bytes)/1e6,
 			m.Elapsed.Round(time.Millisecond), m.MBps(), m.FilesPerSec())
 	}
-	s.cells[id] = cell
+	return cell
 }
 
 func (s *session) traffic() wanproxy.Snapshot {

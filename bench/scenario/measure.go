@@ -37,9 +37,9 @@ func (m Measure) FilesPerSec() float64 {
 	return float64(m.Files) / m.Elapsed.Seconds()
 }
 
-// stopped classifies the end of a workload: a passed deadline makes the
+// Stopped classifies the end of a workload: a passed deadline makes the
 // measure partial, a cancellation is an error.
-func stopped(ctx context.Context, m *Measure) error {
+func Stopped(ctx context.Context, m *Measure) error {
 	switch {
 	case ctx.Err() == nil:
 		return nil

@@ -24,7 +24,7 @@ func ReadFiles(ctx context.Context, paths []string, threads int) (Measure, error
 		files        atomic.Int64
 	)
 	start := time.Now()
-	err := parallel(ctx, threads, func(ctx context.Context) error {
+	err := Parallel(ctx, threads, func(ctx context.Context) error {
 		buf := make([]byte, readBuf)
 		for ctx.Err() == nil {
 			i := int(next.Add(1) - 1)
@@ -45,7 +45,7 @@ func ReadFiles(ctx context.Context, paths []string, threads int) (Measure, error
 	if err != nil {
 		return m, err
 	}
-	return m, stopped(ctx, &m)
+	return m, Stopped(ctx, &m)
 }
 
 func readWhole(path string, buf []byte) (int64, error) {
@@ -101,7 +101,7 @@ func RandomReads(ctx context.Context, files []File, ranges []Range, size int64, 
 		reads        atomic.Int64
 	)
 	start := time.Now()
-	err := parallel(ctx, threads, func(ctx context.Context) error {
+	err := Parallel(ctx, threads, func(ctx context.Context) error {
 		buf := make([]byte, size)
 		open := map[int]*os.File{}
 		defer func() {
@@ -138,12 +138,12 @@ func RandomReads(ctx context.Context, files []File, ranges []Range, size int64, 
 	if err != nil {
 		return m, err
 	}
-	return m, stopped(ctx, &m)
+	return m, Stopped(ctx, &m)
 }
 
-// parallel runs fn on threads goroutines and returns the first error;
+// Parallel runs fn on threads goroutines and returns the first error;
 // after it the others see their context cancelled.
-func parallel(ctx context.Context, threads int, fn func(context.Context) error) error {
+func Parallel(ctx context.Context, threads int, fn func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

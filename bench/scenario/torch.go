@@ -156,7 +156,7 @@ func (t *TorchSession) Epoch(ctx context.Context) (Measure, error) {
 			if ctx.Err() != nil {
 				t.proc = nil // killed by next
 				m := last.measure()
-				return m, stopped(ctx, &m)
+				return m, Stopped(ctx, &m)
 			}
 			return Measure{}, err
 		}

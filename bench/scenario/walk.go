@@ -34,5 +34,5 @@ func Walk(ctx context.Context, root string) (Measure, error) {
 	if err != nil {
 		return m, err
 	}
-	return m, stopped(ctx, &m)
+	return m, Stopped(ctx, &m)
 }

@@ -81,13 +81,13 @@ func writeAll(ctx context.Context, root string, set dataset.Set, durable Durable
 		if err := waitDurable(ctx, durable, k, set.FileSize); err != nil {
 			m.Elapsed = time.Since(start)
 			if ctx.Err() != nil {
-				return m, stopped(ctx, &m)
+				return m, Stopped(ctx, &m)
 			}
 			return m, err
 		}
 	}
 	m.Elapsed = time.Since(start)
-	return m, stopped(ctx, &m)
+	return m, Stopped(ctx, &m)
 }
 
 func writeFile(path string, body io.Reader, buf []byte) (int64, error) {

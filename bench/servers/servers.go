@@ -107,6 +107,9 @@ func start(ctx context.Context, bin string, args, env []string, endpoint, ready 
 	}
 }
 
+// PID is the server's process ID.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Stop terminates the server's process group and waits for it.
 func (s *Server) Stop() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)

@@ -19,7 +19,7 @@ import (
 )
 
 // allSystems lists the systems in report column order, the ceiling last.
-func allSystems() []string { return []string{"basin", "rclone", "s3fs", "gcsfuse", "local"} }
+func allSystems() []string { return []string{"basin", "rclone", "s3fs", "gcsfuse", "direct", "local"} }
 
 // extraSystems are systems -systems accepts that the default leaves out:
 // basin-noprefetch, Basin with directory prefetch off, and basin-b, the

@@ -70,7 +70,7 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 		}
 		return false
 	}
-	if need("basin", "basin-noprefetch", "basin-b", "rclone", "s3fs") {
+	if need("basin", "basin-noprefetch", "basin-b", "rclone", "s3fs", "direct") {
 		e.s3 = startS3(ctx, cfg)
 		if e.s3.err != nil {
 			logf("S3 side unavailable: %v", e.s3.err)
@@ -200,6 +200,14 @@ func (e *environment) sutEnv() sut.Env {
 		env.GCS = sut.GCSTarget{Endpoint: e.gcs.proxy.URL(), Bucket: bucket}
 	}
 	return env
+}
+
+// storePID returns the PID of a backend's server, 0 for local.
+func (e *environment) storePID(b sut.Backend) int {
+	if sd := e.side(b); sd != nil && sd.server != nil {
+		return sd.server.PID()
+	}
+	return 0
 }
 
 // traffic returns a backend's proxy counters.

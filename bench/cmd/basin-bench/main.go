@@ -1,8 +1,10 @@
 // Command basin-bench runs Basin's benchmark (issue 7): it starts MinIO and
 // fake-gcs-server behind the WAN emulator, generates the data sets, plays
-// every scenario on Basin, each peer (rclone, s3fs, gcsfuse) and a local
-// directory (the ceiling), and writes bench/results/<date>.md with a PNG
-// chart and the raw figures as JSON.
+// every scenario on Basin, each peer (rclone, s3fs, gcsfuse), the direct
+// client (bench/direct: the cold phases straight against the bucket, the
+// ceiling of the cold phases) and a local directory (the ceiling), and
+// writes bench/results/<date>.md with a PNG chart and the raw figures as
+// JSON. `basin-bench direct-client` is the direct client's process.
 //
 // Run it as root (FUSE mounts, drop_caches) from the repository root;
 // bench/run.sh builds what it needs and calls it:
@@ -31,6 +33,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/direct"
 	"github.com/basin-csi/basin/bench/report"
 	"github.com/basin-csi/basin/bench/runner"
 	"github.com/basin-csi/basin/bench/scenario"
@@ -41,7 +44,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == direct.Command {
+		err = direct.Main(ctx, os.Args[2:], os.Stdin, os.Stdout)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
@@ -77,6 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Traffic:    env.traffic,
 		Durable:    env.durable,
 		Clean:      env.clean,
+		StorePID:   env.storePID,
 		DropCaches: scenario.DropCaches,
 		Logf:       logf,
 	})
@@ -125,6 +135,8 @@ func systems(cfg config, env *environment) []sut.System {
 			s = sut.NewS3fs(se)
 		case "gcsfuse":
 			s = sut.NewGCSFuse(se)
+		case "direct":
+			s = sut.NewDirect(se, self())
 		case "local":
 			s = sut.NewLocal(se)
 		}
@@ -134,6 +146,16 @@ func systems(cfg config, env *environment) []sut.System {
 		out = append(out, s)
 	}
 	return out
+}
+
+// self is this program's path: the direct client's process runs it as
+// `basin-bench direct-client`.
+func self() string {
+	p, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return p
 }
 
 func torchUnavailable(ctx context.Context, cfg config) string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/basin-csi/basin/bench/direct"
 	"github.com/basin-csi/basin/bench/servers"
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
@@ -47,21 +48,24 @@ func run(ctx context.Context, args []string) error {
 	creds := objstore.Credentials{AccessKeyID: servers.MinIOAccessKey, SecretAccessKey: servers.MinIOSecretKey}
 	oc := objstore.Config{Backend: objstore.BackendS3, Bucket: bucket, Endpoint: srv.Endpoint,
 		Region: servers.MinIORegion, PathStyle: true}
-	direct, err := servers.OpenBucket(ctx, oc, creds)
+	origin, err := servers.OpenBucket(ctx, oc, creds)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = direct.Close() }()
+	defer func() { _ = origin.Close() }()
 	oc.Endpoint = proxy.URL()
 	viaProxy, err := backend.Open(ctx, oc, creds)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = viaProxy.Close() }()
-	var infos []objstore.ObjectInfo
+	var (
+		infos []objstore.ObjectInfo
+		objs  []direct.Object
+	)
 	for i := range cfg.files {
 		key := fmt.Sprintf("cold/%d-%d.bin", cfg.size, i)
-		if err := ensureObject(ctx, direct, key, cfg.size); err != nil {
+		if err := ensureObject(ctx, origin, key, cfg.size); err != nil {
 			return err
 		}
 		info, err := viaProxy.Stat(ctx, key)
@@ -69,12 +73,13 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		infos = append(infos, info)
+		objs = append(objs, direct.Object{Key: info.Key, Size: info.Size})
 	}
 	total := int64(cfg.files) * cfg.size
 
 	var sides []side
 	for _, p := range cfg.parallel {
-		sides = append(sides, &downloadSide{store: viaProxy, infos: infos, part: cfg.part, parallel: p, toFile: cfg.toFile, work: cfg.work})
+		sides = append(sides, &downloadSide{store: viaProxy, objs: objs, part: cfg.part, parallel: p, toFile: cfg.toFile, work: cfg.work})
 	}
 	for i := range cfg.bins {
 		m := &cfg.bins[i]

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/direct"
 	"github.com/basin-csi/basin/bench/scenario"
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
 	"github.com/basin-csi/basin/pkg/objstore"
-	"github.com/basin-csi/basin/pkg/objstore/objstoretest"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,10 +47,10 @@ func measure(p *wanproxy.Proxy, fn func() (time.Duration, error)) (result, error
 }
 
 // downloadSide downloads the objects one after the other, each by
-// parallel ranged GETs.
+// parallel ranged GETs (direct.Download).
 type downloadSide struct {
 	store    objstore.Store
-	infos    []objstore.ObjectInfo
+	objs     []direct.Object
 	part     int64
 	parallel int
 	toFile   bool
@@ -61,34 +61,22 @@ func (d *downloadSide) name() string { return fmt.Sprintf("download%d", d.parall
 
 func (d *downloadSide) read(ctx context.Context) func() (time.Duration, error) {
 	return func() (time.Duration, error) {
-		var took time.Duration
-		for _, info := range d.infos {
-			t, err := d.one(ctx, info)
-			if err != nil {
-				return 0, err
-			}
-			took += t
+		var dest func() (io.WriterAt, func(), error) // nil: into memory
+		if d.toFile {
+			dest = d.tempFile
 		}
-		return took, nil
+		m, err := direct.Download(ctx, d.store, d.objs, d.part, d.parallel, dest)
+		return m.Elapsed, err
 	}
 }
 
-// one times the download of info, into memory or into a new file under
-// work (removed afterwards).
-func (d *downloadSide) one(ctx context.Context, info objstore.ObjectInfo) (time.Duration, error) {
-	var to io.WriterAt // nil: into memory
-	if d.toFile {
-		f, err := os.CreateTemp(d.work, "download-*")
-		if err != nil {
-			return 0, err
-		}
-		defer func() { _ = os.Remove(f.Name()) }()
-		defer func() { _ = f.Close() }()
-		to = f
+// tempFile is a new file under work, removed when done.
+func (d *downloadSide) tempFile() (io.WriterAt, func(), error) {
+	f, err := os.CreateTemp(d.work, "download-*")
+	if err != nil {
+		return nil, nil, err
 	}
-	start := time.Now()
-	err := objstoretest.RangedDownload(ctx, d.store, info, d.part, d.parallel, to)
-	return time.Since(start), err
+	return f, func() { _ = f.Close(); _ = os.Remove(f.Name()) }, nil
 }
 
 // mountSide reads the objects through a fresh mount of one binary with

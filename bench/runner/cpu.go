@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/basin-csi/basin/bench/report"
+	"github.com/basin-csi/basin/bench/sut"
+)
+
+// cpuMark is the CPU time used so far by the system's process and by its
+// store's server; a phase's cost is the difference of two marks.
+type cpuMark struct {
+	system, store *time.Duration
+}
+
+func (s *session) cpuMark() cpuMark {
+	var m cpuMark
+	m.system = processCPU(s.sys.PID())
+	if s.r.hooks.StorePID != nil {
+		m.store = processCPU(s.r.hooks.StorePID(s.sys.Backend()))
+	}
+	return m
+}
+
+// since is the CPU time used from m until now; a side that has no
+// process (or lost it) stays nil.
+func (m cpuMark) since(now cpuMark) report.CPU {
+	return report.CPU{System: delta(m.system, now.system), Store: delta(m.store, now.store)}
+}
+
+func delta(before, after *time.Duration) *time.Duration {
+	if before == nil || after == nil || *after < *before {
+		return nil
+	}
+	d := *after - *before
+	return &d
+}
+
+func processCPU(pid int) *time.Duration {
+	if pid <= 0 {
+		return nil
+	}
+	d, err := sut.ProcessCPU(pid)
+	if err != nil {
+		return nil
+	}
+	return &d
+}
