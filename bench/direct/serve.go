@@ -103,7 +103,7 @@ func Serve(ctx context.Context, store objstore.Store, in io.Reader, out io.Write
 		} else if err != nil {
 			return fmt.Errorf("direct-client: read request: %w", err)
 		}
-		m, err := do(ctx, store, req)
+		m, err := Do(ctx, store, req)
 		a := Answer{Measure: m}
 		if err != nil {
 			a.Err = err.Error()
@@ -114,7 +114,8 @@ func Serve(ctx context.Context, store objstore.Store, in io.Reader, out io.Write
 	}
 }
 
-func do(ctx context.Context, store objstore.Store, req Request) (scenario.Measure, error) {
+// Do runs one request's workload on store, stopped at its deadline.
+func Do(ctx context.Context, store objstore.Store, req Request) (scenario.Measure, error) {
 	if !req.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, req.Deadline)

@@ -102,11 +102,8 @@ func writeResults(b *bufio.Writer, r *Report, chart string, notes *[]string) {
 			"through the same emulator, with the same threads and data (no file system): the ceiling of the cold phases; "+
 			"n/a where a phase needs a cache, a mount or a file reader.\n")
 	}
-	for _, d := range details {
-		fmt.Fprintf(b, "\n- %s", d)
-	}
 	if len(details) > 0 {
-		b.WriteByte('\n')
+		fmt.Fprintf(b, "\n- %s\n", strings.Join(details, "\n- "))
 	}
 	if chart != "" {
 		fmt.Fprintf(b, "\n![ratio to the local ceiling](%s)\n", chart)

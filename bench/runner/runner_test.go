@@ -214,3 +214,61 @@ func TestRunSelectedScenarios(t *testing.T) {
 		t.Errorf("scenario 9: New error %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestRunClient plays the scenarios on a system without a file system
+// (the direct client's workloads against the directory as a bucket): the
+// cold phases' reads and writes run, with the CPU time of its process;
+// the checkpoint's cell is the best width's; the other phases are n/a.
+func TestRunClient(t *testing.T) {
+	cfg := testConfig()
+	root := t.TempDir()
+	populate(t, cfg, root)
+	client, err := suttest.NewClient("direct", root, sut.BackendLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l hookLog
+	r, err := New(cfg, hooks(&l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := r.Run(context.Background(), []sut.System{client})
+	ok := map[string]bool{smallCold: true, ckptCold: true, randCold: true, writeWrite: true, createWrite: true}
+	for i, d := range rowDefs(cfg) {
+		c := rows[i].Cells["direct"]
+		switch {
+		case ok[d.id] && (c.Status != report.OK || c.CPU.System == nil):
+			t.Errorf("%s: %s (%s), CPU %v; want ok with the process's CPU time", d.id, c.Status, c.Reason, c.CPU.System)
+		case !ok[d.id] && c.Status != report.NA:
+			t.Errorf("%s: %s, want n/a", d.id, c.Status)
+		}
+	}
+	if c := cell(t, rows, smallCold, "direct"); c.Measure.Files != 40 || c.Measure.Bytes != cfg.Sets.Small.TotalBytes() {
+		t.Errorf("cold epoch: %+v", c.Measure)
+	}
+	if c := cell(t, rows, ckptCold, "direct"); !strings.Contains(c.Detail, "widths 4: ") || !strings.Contains(c.Detail, ", 32: ") {
+		t.Errorf("checkpoint detail %q, want every width", c.Detail)
+	}
+	if c := cell(t, rows, randCold, "direct"); c.Measure.Files != int64(cfg.RandReads) {
+		t.Errorf("random reads: %+v", c.Measure)
+	}
+	if st, err := os.Stat(filepath.Join(root, "write/direct/shard-001.bin")); err != nil || st.Size() != 1<<20 {
+		t.Errorf("written shard: %v", err)
+	}
+	if c := cell(t, rows, createWrite, "direct"); c.Measure.Files != 6 || c.Measure.Bytes != 6000 {
+		t.Errorf("create: %+v", c.Measure)
+	}
+	if want := []string{"direct:write/direct", "direct:write/direct", "direct:create/direct", "direct:create/direct"}; !slices.Equal(l.cleaned, want) {
+		t.Errorf("cleaned %v, want %v", l.cleaned, want)
+	}
+
+	// Same length, other bytes: the byte count passes, the sample does not.
+	victim := filepath.Join(root, cfg.Sets.Small.Key(0))
+	if err := os.WriteFile(victim, make([]byte, cfg.Sets.Small.FileSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = r.Run(context.Background(), []sut.System{client})
+	if c := cell(t, rows, smallCold, "direct"); c.Status != report.Failed || !strings.Contains(c.Reason, "wrong data") {
+		t.Errorf("cold epoch over wrong data: %+v", c)
+	}
+}
