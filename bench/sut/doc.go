@@ -5,8 +5,10 @@
 // persistent cache so a phase starts cold.
 //
 // Implementations: Local (the ceiling), Rclone (rclone mount, VFS cache
-// "full"), S3fs (use_cache), GCSFuse (file cache, against fake-gcs-server)
-// and Basin (csi-driver mount). FUSE systems run their daemon in the
+// "full"), S3fs (use_cache), GCSFuse (file cache, against fake-gcs-server),
+// Basin (csi-driver mount) and Direct, the direct client (bench/direct):
+// no file system, a Client the runner sends the cold phases' workloads
+// to. ProcessCPU reads the CPU time of a system's process tree. FUSE systems run their daemon in the
 // foreground as a child process in its own process group, with its output in
 // a log file under the work directory; Unmount sends SIGTERM, which every
 // one of them answers by unmounting, and falls back to a lazy unmount and
