@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -37,13 +36,10 @@ type Direct struct {
 	cfg          direct.Config
 	env          []string // credentials: never logged
 
-	mu sync.Mutex
-	// guarded by mu
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	done chan struct{} // closed when cmd has exited
-	peak int64
+	child
+	// guarded by mu, set with cmd
+	in  io.WriteCloser
+	out *bufio.Reader
 }
 
 var _ Client = (*Direct)(nil)
@@ -195,32 +191,6 @@ func (d *Direct) Unmount(context.Context) error {
 		return fmt.Errorf("sut: direct client failed; log: %s", tail(d.lg, 1500))
 	}
 	return nil
-}
-
-// PID implements System.
-func (d *Direct) PID() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cmd == nil {
-		return 0
-	}
-	return d.cmd.Process.Pid
-}
-
-// PeakRSS implements System.
-func (d *Direct) PeakRSS() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cmd != nil {
-		d.samplePeakLocked()
-	}
-	return d.peak
-}
-
-func (d *Direct) samplePeakLocked() {
-	if v, err := peakRSS(d.cmd.Process.Pid); err == nil {
-		d.peak = max(d.peak, v)
-	}
 }
 
 // DropCache implements System: the client has no cache.

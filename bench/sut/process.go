@@ -53,11 +53,43 @@ type fuseSystem struct {
 	// unmountTimeout the wait for the process to exit after SIGTERM.
 	mountTimeout, unmountTimeout time.Duration
 
+	child
+}
+
+// child is a system's running process, and the peak RSS of all the
+// processes it ran.
+type child struct {
 	mu sync.Mutex
 	// guarded by mu
-	cmd  *exec.Cmd
+	cmd  *exec.Cmd     // nil when not running
 	done chan struct{} // closed when cmd has exited
 	peak int64
+}
+
+// PID is the running process's, 0 when there is none.
+func (c *child) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// PeakRSS is the largest VmHWM (bytes) seen so far.
+func (c *child) PeakRSS() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd != nil {
+		c.samplePeakLocked()
+	}
+	return c.peak
+}
+
+func (c *child) samplePeakLocked() {
+	if v, err := peakRSS(c.cmd.Process.Pid); err == nil {
+		c.peak = max(c.peak, v)
+	}
 }
 
 func newFuseSystem(env Env, r recipe) *fuseSystem {
@@ -106,30 +138,6 @@ func (s *fuseSystem) Describe() string {
 		d += "\n  # " + s.r.note
 	}
 	return d
-}
-
-func (s *fuseSystem) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
-}
-
-func (s *fuseSystem) PeakRSS() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		s.samplePeakLocked()
-	}
-	return s.peak
-}
-
-func (s *fuseSystem) samplePeakLocked() {
-	if v, err := peakRSS(s.cmd.Process.Pid); err == nil {
-		s.peak = max(s.peak, v)
-	}
 }
 
 func (s *fuseSystem) DropCache() error {
