@@ -16,30 +16,39 @@ import (
 // Get reads every key whole with one GET each, threads at once, taking
 // keys in the given order.
 func Get(ctx context.Context, store objstore.Store, keys []string, threads int) (scenario.Measure, error) {
+	return each(ctx, len(keys), threads, 1<<20, func(ctx context.Context, i int, buf []byte) (int64, error) {
+		return getWhole(ctx, store, keys[i], buf)
+	})
+}
+
+// each calls fn for 0 ≤ i < n in order, threads at once, each thread with
+// a buffer of bufSize bytes, and measures the calls that succeeded and the
+// bytes fn moved.
+func each(ctx context.Context, n, threads int, bufSize int64, fn func(ctx context.Context, i int, buf []byte) (int64, error)) (scenario.Measure, error) {
 	var (
 		m            scenario.Measure
 		next, nbytes atomic.Int64
-		objects      atomic.Int64
+		done         atomic.Int64
 	)
 	start := time.Now()
 	err := scenario.Parallel(ctx, threads, func(ctx context.Context) error {
-		buf := make([]byte, 1<<20)
+		buf := make([]byte, bufSize)
 		for ctx.Err() == nil {
 			i := int(next.Add(1) - 1)
-			if i >= len(keys) {
+			if i >= n {
 				return nil
 			}
-			n, err := getWhole(ctx, store, keys[i], buf)
-			nbytes.Add(n)
+			moved, err := fn(ctx, i, buf)
+			nbytes.Add(moved)
 			if err != nil {
 				return err
 			}
-			objects.Add(1)
+			done.Add(1)
 		}
 		return nil
 	})
 	m.Elapsed = time.Since(start)
-	m.Bytes, m.Files = nbytes.Load(), objects.Load()
+	m.Bytes, m.Files = nbytes.Load(), done.Load()
 	return finish(ctx, m, err)
 }
 
@@ -104,39 +113,21 @@ type Range struct {
 // Ranges reads each range with one ranged GET of at most size bytes,
 // threads at once.
 func Ranges(ctx context.Context, store objstore.Store, objs []Object, ranges []Range, size int64, threads int) (scenario.Measure, error) {
-	var (
-		m            scenario.Measure
-		next, nbytes atomic.Int64
-		reads        atomic.Int64
-	)
-	start := time.Now()
-	err := scenario.Parallel(ctx, threads, func(ctx context.Context) error {
-		buf := make([]byte, size)
-		for ctx.Err() == nil {
-			i := int(next.Add(1) - 1)
-			if i >= len(ranges) {
-				return nil
-			}
-			r := ranges[i]
-			o := objs[r.Object]
-			want := min(size, o.Size-r.Off)
-			rc, _, err := store.Read(ctx, o.Key, objstore.ReadOptions{Offset: r.Off, Length: want})
-			if err != nil {
-				return err
-			}
-			n, err := io.ReadFull(rc, buf[:want])
-			_ = rc.Close()
-			nbytes.Add(int64(n))
-			if err != nil {
-				return fmt.Errorf("get %s at %d: %w", o.Key, r.Off, err)
-			}
-			reads.Add(1)
+	return each(ctx, len(ranges), threads, size, func(ctx context.Context, i int, buf []byte) (int64, error) {
+		r := ranges[i]
+		o := objs[r.Object]
+		want := min(size, o.Size-r.Off)
+		rc, _, err := store.Read(ctx, o.Key, objstore.ReadOptions{Offset: r.Off, Length: want})
+		if err != nil {
+			return 0, err
 		}
-		return nil
+		defer func() { _ = rc.Close() }()
+		n, err := io.ReadFull(rc, buf[:want])
+		if err != nil {
+			return int64(n), fmt.Errorf("get %s at %d: %w", o.Key, r.Off, err)
+		}
+		return int64(n), nil
 	})
-	m.Elapsed = time.Since(start)
-	m.Bytes, m.Files = nbytes.Load(), reads.Load()
-	return finish(ctx, m, err)
 }
 
 // Put stores the content set generates for content[i] under keys[i],
