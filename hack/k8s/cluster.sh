@@ -150,7 +150,8 @@ object_stores() {
   secret=$(od -An -N18 -tx1 /dev/urandom | tr -d ' \n')
   # Credentials through the environment, never argv. Both listen on every
   # address of the control plane's namespace: its own and its loopback.
-  (export MINIO_ROOT_USER=$key MINIO_ROOT_PASSWORD=$secret MINIO_BROWSER=off
+  # Its metrics need no token: the tests count requests per bucket.
+  (export MINIO_ROOT_USER=$key MINIO_ROOT_PASSWORD=$secret MINIO_BROWSER=off MINIO_PROMETHEUS_AUTH_TYPE=public
    start minio $cp "$TOOLS/bin/minio" server --quiet --address ":$MINIO_PORT" --console-address "127.0.0.1:$((MINIO_PORT + 2))" "$RUN/minio")
   # fake-gcs-server keeps its objects in memory, as in the package tests:
   # its filesystem backend cannot hold "t" where "t/a/b" was (an upload

@@ -237,3 +237,13 @@ parameters:
 	apply(t, b.String())
 	t.Cleanup(func() { _, _ = kubectlErr("delete", "storageclass", name, "--ignore-not-found") })
 }
+
+// bucketRequests is the number of requests of the S3 API call api
+// ("GetObject", "PutObject", ...) the cluster's MinIO served on bucket
+// since it started, from its own per-bucket metrics (v3, counted as each
+// request ends; cluster.sh makes them readable without a token).
+func bucketRequests(t *testing.T, bucket, api string) float64 {
+	t.Helper()
+	fams := scrape(t, env.MinIOEndpoint+"/minio/metrics/v3/bucket/api/"+bucket)
+	return sample(fams, "minio_bucket_api_total", map[string]string{"bucket": bucket, "name": api})
+}
