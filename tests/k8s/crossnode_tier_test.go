@@ -5,6 +5,7 @@ package k8s
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,7 +67,9 @@ func TestSharedTierAcrossNodes(t *testing.T) {
 	// origin's are (here the same MinIO user).
 	apply(t, secretYAML(name+"-creds", env.AccessKey, env.SecretKey, env.MinIOClusterEndpoint)+
 		fmt.Sprintf("  sharedCacheAccessKeyID: %q\n  sharedCacheSecretAccessKey: %q\n", env.AccessKey, env.SecretKey))
-	t.Cleanup(func() { _, _ = kubectlErr("-n", "basin-system", "delete", "secret", name+"-creds", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = kubectlErr("-n", "basin-system", "delete", "secret", name+"-creds", "--ignore-not-found")
+	})
 	staticVolumeWithSecret(t, ns, name, handle, name, "", "ReadOnlyMany",
 		map[string]string{"sharedCache": env.MinIOClusterEndpoint + "/" + tierBucket})
 
@@ -78,24 +81,25 @@ func TestSharedTierAcrossNodes(t *testing.T) {
 		t.Fatalf("MinIO counted %v GetObject requests on the origin bucket for %s's cold read of %d files, want at least %d (are its per-bucket metrics counted?)",
 			getsA, a, tierSmallFiles+1, tierSmallFiles+1)
 	}
-	filledA := waitTierFilled(t, a, handle, tierStore, wantTier)
+	volA, filledA := waitTierFilled(t, a, handle, tierStore, wantTier)
 	putsA := bucketRequests(t, tierBucket, "PutObject")
 
 	// A's mount goes with its pod: from here on only B's reads the origin.
 	kubectl(t, "-n", ns, "delete", "pod", "reader-a", "--wait=true")
 	waitFor(t, "the volume's FUSE process on "+a+" to end", 2*time.Minute, func() bool {
-		return len(fuseProcessesOn(t, a, handle)) == 0
+		return len(fuseProcessesOn(t, a, volA)) == 0
 	})
 
 	// Node B: nothing from the origin, everything from the tier.
 	gets1, tierGets1 := bucketRequests(t, name, "GetObject"), bucketRequests(t, tierBucket, "GetObject")
 	readDataset(t, ns, name, "reader-b", b, wantSmall, wantBig)
 	mb := scrape(t, nodeMetrics(t, b))
-	vol := map[string]string{"volume": handle}
+	volB := tierVolume(t, mb, b, handle)
+	vol := map[string]string{"volume": volB}
 	if up := sample(mb, "basin_volume_scrape_up", vol); up != 1 {
-		t.Fatalf("basin_volume_scrape_up{volume=%q} on %s = %v, want 1", handle, b, up)
+		t.Fatalf("basin_volume_scrape_up{volume=%q} on %s = %v, want 1", volB, b, up)
 	}
-	basinGets := sample(mb, "basin_bucket_requests_total", map[string]string{"volume": handle, "op": "get"})
+	basinGets := sample(mb, "basin_bucket_requests_total", map[string]string{"volume": volB, "op": "get"})
 	hits, hitBytes := sample(mb, "basin_cache_tier_hits_total", vol), sample(mb, "basin_cache_tier_hit_bytes_total", vol)
 	getsB := bucketRequests(t, name, "GetObject") - gets1
 	tierGetsB := bucketRequests(t, tierBucket, "GetObject") - tierGets1
@@ -139,29 +143,65 @@ func readDataset(t *testing.T, ns, claim, name, node, wantSmall, wantBig string)
 }
 
 // waitTierFilled waits until the tier bucket holds want objects and
-// node's fill queue of the volume is empty: the uploads run in the
-// background after the reads that fetched the blocks. It returns the
-// node's tier counters then.
-func waitTierFilled(t *testing.T, node, handle string, tierStore objstore.Store, want int) string {
+// node's fill queue of the volume with handle is empty: the uploads run
+// in the background after the reads that fetched the blocks. It returns
+// the volume label of its FUSE process there (tierVolume) and its tier
+// counters then.
+func waitTierFilled(t *testing.T, node, handle string, tierStore objstore.Store, want int) (volume, summary string) {
 	t.Helper()
-	vol := map[string]string{"volume": handle}
 	end := time.Now().Add(tierFillWait)
 	for {
 		n := len(keys(t, tierStore, ""))
 		m := scrape(t, nodeMetrics(t, node))
+		label, err := tierVolumeOf(m, handle)
+		vol := map[string]string{"volume": label}
 		queued := sample(m, "basin_cache_tier_fill_queue", vol)
-		if n == want && queued == 0 {
-			return tierSummary(m, vol)
+		if err == nil && n == want && queued == 0 {
+			return label, tierSummary(m, vol)
 		}
 		if n > want {
 			t.Fatalf("the tier holds %d objects, more than the %d of the dataset (%s)", n, want, tierSummary(m, vol))
 		}
 		if time.Now().After(end) {
-			t.Fatalf("after %v the tier holds %d of the dataset's %d objects, %v uploads queued on %s (%s)",
-				tierFillWait, n, want, queued, node, tierSummary(m, vol))
+			t.Fatalf("after %v the tier holds %d of the dataset's %d objects, %v uploads queued on %s (%s; %v)",
+				tierFillWait, n, want, queued, node, tierSummary(m, vol), err)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// tierVolume is the volume label under which node's plugin reports the
+// FUSE process serving handle: handle, or the ID of the share serving it
+// (read-only volumes of one source share a process on a node, named by
+// the share). Only a process of a volume with a sharedCache has tier
+// metrics, and the scenario's volume is the only one: it is the one
+// label with them.
+func tierVolume(t *testing.T, m map[string]*dto.MetricFamily, node, handle string) string {
+	t.Helper()
+	label, err := tierVolumeOf(m, handle)
+	if err != nil {
+		t.Fatalf("%s: %v", node, err)
+	}
+	return label
+}
+
+// tierVolumeOf is tierVolume's finding, or why there is none.
+func tierVolumeOf(m map[string]*dto.MetricFamily, handle string) (string, error) {
+	var labels []string
+	for _, s := range m["basin_cache_tier_hits_total"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "volume" {
+				labels = append(labels, l.GetValue())
+			}
+		}
+	}
+	if slices.Contains(labels, handle) {
+		return handle, nil
+	}
+	if len(labels) != 1 {
+		return "", fmt.Errorf("tier metrics for the volumes %q, want one: %s or the share serving it", labels, handle)
+	}
+	return labels[0], nil
 }
 
 // tierSummary is a volume's tier counters, for logs and failures.
