@@ -98,7 +98,7 @@ func TestSharedTierAcrossNodes(t *testing.T) {
 	hits, hitBytes := sample(mb, "basin_cache_tier_hits_total", vol), sample(mb, "basin_cache_tier_hit_bytes_total", vol)
 	getsB := bucketRequests(t, name, "GetObject") - gets1
 	tierGetsB := bucketRequests(t, tierBucket, "GetObject") - tierGets1
-	t.Logf("%s: %v GetObject on the origin (%s), %v PutObject on the tier, %d tier objects; %s: %v GetObject on the origin (its FUSE process counted %v), %v on the tier, %v tier hits of %v bytes (%s), dataset %v bytes",
+	t.Logf("%s: %v GetObject on the origin (%s), %v PutObject on the tier, %d tier objects; %s: %v GetObject on the origin (its FUSE process counted %v), %v on the tier, %v tier hits of %.0f bytes (%s), dataset %.0f bytes",
 		a, getsA, filledA, putsA, wantTier, b, getsB, basinGets, tierGetsB, hits, hitBytes, tierSummary(mb, vol), dataBytes)
 	if getsB != 0 {
 		t.Errorf("MinIO counted %v GetObject requests on the origin bucket while %s read the dataset the tier held, want 0", getsB, b)
@@ -110,7 +110,7 @@ func TestSharedTierAcrossNodes(t *testing.T) {
 		t.Errorf("%s's FUSE process counted %v tier hits, want more than 0", b, hits)
 	}
 	if hitBytes < dataBytes {
-		t.Errorf("%s read %v bytes from the tier, want the whole dataset (%v bytes)", b, hitBytes, dataBytes)
+		t.Errorf("%s read %.0f bytes from the tier, want the whole dataset (%.0f bytes)", b, hitBytes, dataBytes)
 	}
 	if tierGetsB < hits {
 		t.Errorf("MinIO counted %v GetObject requests on the tier bucket while %s read, fewer than its %v tier hits", tierGetsB, b, hits)
