@@ -193,3 +193,44 @@ func TestStaleHitIsRefreshed(t *testing.T) {
 		t.Errorf("stats %+v, modified %v then %v; want one refresh that renewed the time", s, before.ModTime, after.ModTime)
 	}
 }
+
+// resetStore fails every conditional PUT of a key it holds the way MinIO
+// does with large bodies: a connection reset, not ErrExists.
+type resetStore struct{ objstore.Store }
+
+func (s resetStore) Put(ctx context.Context, key string, body io.Reader, o objstore.PutOptions) (objstore.ObjectInfo, error) {
+	if _, err := s.Store.Stat(ctx, key); err == nil && o.IfAbsent {
+		return objstore.ObjectInfo{}, errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: write: connection reset by peer")
+	}
+	return s.Store.Put(ctx, key, body, o)
+}
+
+// TestLostRaceIsNoFailure: a conditional PUT of a block another node
+// stored meanwhile that ends in a reset counts as stored, not as a tier
+// failure (three of those in a row would trip the tier); a reset of a
+// block the tier does not hold is a failure.
+func TestLostRaceIsNoFailure(t *testing.T) {
+	fake := objstoretest.NewFake()
+	tr := New(resetStore{fake}, Options{MaxQueue: 8, Uploaders: 1, PutTimeout: time.Minute})
+	defer tr.Close()
+	for b := range 4 {
+		fillBlock(tr, blockID("k", b))
+	}
+	waitFor(t, "the first uploads", func() bool { s := tr.Stats(); return s.Filled == 4 && s.QueueDepth == 0 })
+	for b := range 4 { // other nodes' copies: every PUT is reset
+		fillBlock(tr, blockID("k", b))
+	}
+	waitFor(t, "the racing uploads", func() bool { return tr.Stats().FillExisting == 4 })
+	if s := tr.Stats(); s.Errors != 0 || s.Degraded {
+		t.Fatalf("lost races counted as failures: %+v", s)
+	}
+	// A reset PUT of a block the tier does not hold is a failure.
+	fake.SetHook(func(_ context.Context, op objstoretest.Op, _ string) error {
+		if op == objstoretest.OpPut {
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	})
+	fillBlock(tr, blockID("k", 9))
+	waitFor(t, "the failed upload", func() bool { return tr.Stats().Errors == 1 })
+}
