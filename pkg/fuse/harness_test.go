@@ -135,7 +135,7 @@ func unmountOrAbort(t testing.TB, m *Mounted, dir string, dev uint64) {
 			return
 		}
 		t.Errorf("unmount %s: %v; aborting the connection", dir, err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(syscallTimeout): // requests in flight finish first, within their op timeouts
 		t.Errorf("unmount %s hung; aborting the connection", dir)
 	}
 	if err := fusectl.Abort(dev); err != nil {
