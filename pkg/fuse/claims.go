@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -25,19 +26,37 @@ import (
 // very request. A note costs a small file's create and unlink in the
 // cache directory (no fsync: only a process death, which keeps the page
 // cache, matters here).
+//
+// The successor notes each inherited key again, with the first note's
+// time, once it has scanned (carryClaims), and removes that note when the
+// key is answered: a successor killed too before the kernel resent it the
+// CREATE leaves the key to the next one (make soak: two FUSE kills 1.7 s
+// apart while MinIO was stopped; the third process answered the resent
+// exclusive create EEXIST for the writer's own new file). A key older than
+// claimNoteAge is not carried on: the kernel resends within a takeover.
 
 // claimNotePrefix starts the names of claim notes in WritesDir; the
 // staged-writes scan removes what does not parse as a staged file.
 const claimNotePrefix = "claim-"
 
+// claimNoteAge bounds how long an unanswered claim is carried from
+// process to process.
+const claimNoteAge = 2 * time.Minute
+
 // noteClaim leaves the note of a claim of key in flight; the returned
 // function removes it.
-func (f *FS) noteClaim(key string) (done func()) {
+func (f *FS) noteClaim(key string) (done func()) { return f.noteClaimAt(key, time.Time{}) }
+
+// noteClaimAt is noteClaim dated at (zero: now).
+func (f *FS) noteClaimAt(key string, at time.Time) (done func()) {
 	file, err := os.CreateTemp(f.writes.dir, claimNotePrefix+"*")
 	if err == nil {
 		_, err = file.WriteString(key)
 		if cerr := file.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil && !at.IsZero() {
+			err = os.Chtimes(file.Name(), at, at)
 		}
 	}
 	if err != nil {
@@ -55,35 +74,55 @@ func (f *FS) noteClaim(key string) (done func()) {
 // died, each answered as done once.
 type inheritedClaims struct {
 	mu   sync.Mutex
-	keys map[string]bool // guarded by mu
+	keys map[string]func() // guarded by mu: key → removes this process's note of it
 }
 
-// readClaimNotes returns the keys of the claim notes in dir.
-func readClaimNotes(dir string) map[string]bool {
+// readClaimNotes returns the keys of the claim notes in dir younger than
+// claimNoteAge, each with its note's time.
+func readClaimNotes(dir string, now time.Time) map[string]time.Time {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	keys := map[string]bool{}
+	keys := map[string]time.Time{}
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), claimNotePrefix) {
 			continue
 		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) > claimNoteAge {
+			continue
+		}
 		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && len(b) > 0 {
-			keys[string(b)] = true
+			keys[string(b)] = fi.ModTime()
 		}
 	}
 	return keys
 }
 
-// take reports whether key was being claimed by the predecessor, once.
+// carryClaims notes again every inherited key with its first note's time
+// (the staged-writes scan removed the predecessor's notes), for a
+// successor of this process.
+func (f *FS) carryClaims(inherited map[string]time.Time) {
+	f.claims.mu.Lock()
+	defer f.claims.mu.Unlock()
+	f.claims.keys = make(map[string]func(), len(inherited))
+	for key, at := range inherited {
+		f.claims.keys[key] = f.noteClaimAt(key, at)
+	}
+}
+
+// take reports whether key was being claimed by a predecessor, once, and
+// removes this process's note of it.
 func (c *inheritedClaims) take(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.keys[key] {
+	done, ok := c.keys[key]
+	if !ok {
 		return false
 	}
 	delete(c.keys, key)
+	done()
 	return true
 }
 

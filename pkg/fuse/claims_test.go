@@ -13,8 +13,10 @@ import (
 // reached the bucket and before it answered the CREATE (it left a claim
 // note, and the empty object). Its successor answers the first exclusive
 // create of "mine" as done, once; an empty object nobody's note names
-// ("theirs") is another creator's: EEXIST. The notes are gone once the
-// successor serves.
+// ("theirs") is another creator's: EEXIST. The successor notes the key
+// again, with the first note's time, until it answered it (a successor
+// killed before the resent CREATE arrives leaves it to the next one); a
+// note older than claimNoteAge ("stale") is not carried on.
 func TestResentExclusiveCreate(t *testing.T) {
 	store, _ := newFileStore(t)
 	spec := mountSpec{cfg: Config{Spec: mountspec.Spec{NegativeMetadataTTL: time.Hour}}, cache: realCache}
@@ -30,13 +32,25 @@ func TestResentExclusiveCreate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, claimNotePrefix+"1"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noted := time.Now().Add(-time.Minute).Truncate(time.Second)
+	if err := os.Chtimes(filepath.Join(dir, claimNotePrefix+"1"), noted, noted); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, claimNotePrefix+"2")
+	if err := os.WriteFile(stale, []byte("stale"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(stale, time.Now().Add(-2*claimNoteAge), time.Now().Add(-2*claimNoteAge)); err != nil {
+		t.Fatal(err)
+	}
 	m := mountFS(t, fsys)
-	if left, _ := filepath.Glob(filepath.Join(dir, claimNotePrefix+"*")); len(left) != 0 {
-		t.Errorf("claim notes left after the start: %v", left)
+	notes := func() map[string]time.Time { return readClaimNotes(dir, noted) }
+	if got := notes(); len(got) != 1 || !got["mine"].Equal(noted) {
+		t.Errorf("claim notes after the start: %v; want mine's alone, dated %v as its first note", got, noted)
 	}
 	// The kernel sent the CREATE because it believed the name missing:
 	// give it that negative entry, then the objects appear.
-	for _, name := range []string{"mine", "theirs"} {
+	for _, name := range []string{"mine", "theirs", "stale"} {
 		if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, name)) }); errnoOf(err) != syscall.ENOENT {
 			t.Fatalf("stat %s: %v", name, err)
 		}
@@ -60,8 +74,14 @@ func TestResentExclusiveCreate(t *testing.T) {
 		t.Fatalf("the resent exclusive create of the predecessor's claim: %v, want success", err)
 	}
 	wantObject(t, store, "mine", []byte("by the successor"))
+	if got := notes(); len(got) != 0 {
+		t.Errorf("claim notes after the resent create was answered: %v, want none", got)
+	}
 	if err := create("theirs"); errnoOf(err) != syscall.EEXIST {
 		t.Errorf("exclusive create of another creator's empty object: %v, want EEXIST", err)
+	}
+	if err := create("stale"); errnoOf(err) != syscall.EEXIST {
+		t.Errorf("exclusive create of a key whose note is older than %v: %v, want EEXIST", claimNoteAge, err)
 	}
 	if _, err := within(t, "unlink", func() (struct{}, error) { return struct{}{}, os.Remove(path(m, "mine")) }); err != nil {
 		t.Fatal(err)

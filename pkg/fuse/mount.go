@@ -117,7 +117,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	// Before the staged writes are scanned, and before any writer of
 	// this process exists (orphans.go).
 	f.abortPredecessorUploads(ctx, f.predecessorKeys())
-	f.claims.keys = readClaimNotes(f.writes.dir)
+	inherited := readClaimNotes(f.writes.dir, time.Now())
 	server, err := f.newServer(ignoreInterrupts{fs.NewNodeFS(f.root, fo)}, mountpoint, fdMode, &fo.MountOptions, opts.Session)
 	if err != nil && fo.DirectMountStrict {
 		return nil, fmt.Errorf("mount %s with noatime (needs mount(2): root or CAP_SYS_ADMIN; fusermount cannot set it): %w", mountpoint, err)
@@ -125,6 +125,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
+	f.carryClaims(inherited) // after the staged-writes scan removed the predecessor's notes
 	f.mountMu.Lock()
 	f.server = server
 	f.mountMu.Unlock()
