@@ -44,8 +44,28 @@ func TestParseVmHWM(t *testing.T) {
 	if _, err := parseVmHWM("Name:\tx\n"); err == nil {
 		t.Fatal("missing VmHWM accepted")
 	}
-	if v, err := peakRSS(os.Getpid()); err != nil || v <= 0 {
+	if v, err := PeakRSSOf(os.Getpid()); err != nil || v <= 0 {
 		t.Fatalf("own peak RSS = %d, %v", v, err)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// A command with spaces and a parenthesis; utime 250, stime 50 ticks.
+	stat := "1234 (csi (driver) x) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 100 0 0"
+	got, err := parseStatCPU(stat)
+	if err != nil || got != 3*time.Second {
+		t.Fatalf("parseStatCPU = %v, %v; want 3s", got, err)
+	}
+	if _, err := parseStatCPU("1234 (x) S 1"); err == nil {
+		t.Fatal("parseStatCPU of a short line: no error")
+	}
+}
+
+func TestCPUTimeOfThisProcess(t *testing.T) {
+	for start := time.Now(); time.Since(start) < 30*time.Millisecond; { // some CPU to count
+	}
+	if cpu, err := CPUTime(os.Getpid()); err != nil || cpu <= 0 {
+		t.Fatalf("CPUTime = %v, %v", cpu, err)
 	}
 }
 

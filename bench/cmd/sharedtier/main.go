@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/epoch"
 	"github.com/basin-csi/basin/bench/wanproxy"
 )
 
@@ -66,9 +67,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.out, "out", "bench/results", "directory of the report")
 	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
 	fs.BoolVar(&c.quick, "quick", false, "reduced data sets (make bench-quick)")
-	smallFiles := fs.Int("small-files", 0, "override: small files (default 4000, quick 1000)")
-	ckptFiles := fs.Int("ckpt-files", 0, "override: checkpoint shards (default 2)")
-	ckptSize := fs.Int64("ckpt-size", 0, "override: checkpoint shard size, bytes (default 512 MiB, quick 128 MiB)")
+	sizes := epoch.SetFlags(fs)
 	fs.IntVar(&c.threads, "threads", 8, "readers of the small-file epoch")
 	fs.DurationVar(&c.timeout, "epoch-timeout", 10*time.Minute, "deadline of one epoch")
 	proxy := wanproxy.Flags(fs)
@@ -79,34 +78,15 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.proxy = *proxy
-	files, shard := 4000, int64(512<<20)
-	if c.quick {
-		files, shard = 1000, 128<<20
-	}
-	c.small = dataset.Small(pick(*smallFiles, files), 128<<10, 20)
-	c.small.Name = "tier-small"
-	c.ckpt = dataset.Checkpoint(pick(*ckptFiles, 2), pick(*ckptSize, shard))
-	c.ckpt.Name = "tier-ckpt"
-	if err := c.small.Validate(); err != nil {
+	var err error
+	if c.small, c.ckpt, err = sizes.Sets("tier", c.quick); err != nil {
 		return c, err
 	}
-	if err := c.ckpt.Validate(); err != nil {
+	if c.basin, err = filepath.Abs(c.basin); err != nil {
 		return c, err
 	}
-	abs, err := filepath.Abs(c.basin)
-	if err != nil {
-		return c, err
-	}
-	c.basin = abs
 	if c.command == "" {
 		c.command = "sharedtier " + fmt.Sprint(args)
 	}
 	return c, nil
-}
-
-func pick[T int | int64](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
 }
