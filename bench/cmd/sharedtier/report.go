@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	benchreport "github.com/basin-csi/basin/bench/report"
 )
 
 // report collects the rows of a run and writes them as Markdown.
@@ -43,7 +44,7 @@ func (rp *report) write() (string, error) {
 	for _, set := range rp.sets {
 		rows := rp.rows[set.Name]
 		total := set.TotalBytes()
-		fmt.Fprintf(&b, "## %s: %d × %s\n\n", set.Name, set.Files, size(set.FileSize))
+		fmt.Fprintf(&b, "## %s: %d × %s\n\n", set.Name, set.Files, benchreport.Size(set.FileSize))
 		b.WriteString("| Node | Epoch s | MB/s | files/s | origin GETs | origin MB | ÷ data set | tier lookups | tier hits | tier MB read | tier stored | tier MB stored | tier errors | read errors | peak RSS MiB |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		var cold3 int64
@@ -83,13 +84,4 @@ func (rp *report) write() (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	default:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
 }
