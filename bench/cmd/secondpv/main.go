@@ -36,78 +36,30 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-	"time"
 
-	"github.com/basin-csi/basin/bench/dataset"
 	"github.com/basin-csi/basin/bench/epoch"
-	"github.com/basin-csi/basin/bench/wanproxy"
 )
 
+// config is the scenario's command line.
 type config struct {
-	basin, minio, tools, work, out string
-	command                        string
-	quick                          bool
-	small, ckpt                    dataset.Set
-	threads, rounds                int
-	timeout                        time.Duration
-	proxy                          wanproxy.Config
+	epoch.Config
+	rounds int
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "secondpv:", err)
-		os.Exit(1)
-	}
-}
+func main() { epoch.Main("secondpv", run) }
 
 func parseFlags(args []string) (config, error) {
-	home, _ := os.UserHomeDir()
 	var c config
 	fs := flag.NewFlagSet("secondpv", flag.ContinueOnError)
-	fs.StringVar(&c.basin, "basin", "bin/csi-driver", "csi-driver binary")
-	fs.StringVar(&c.minio, "minio", "minio", "MinIO binary (name or path)")
-	fs.StringVar(&c.tools, "tools", filepath.Join(home, ".cache/basin-tools/bin"), "directory searched first for minio")
-	fs.StringVar(&c.work, "work", "/var/tmp/basin-secondpv", "work directory: PV1's cache, the bind mount, and the origin's data (in a tmpfs mounted there for the run)")
-	fs.StringVar(&c.out, "out", "bench/results", "directory of the report")
-	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
-	fs.BoolVar(&c.quick, "quick", false, "reduced data sets (make bench-quick)")
-	sizes := epoch.SetFlags(fs)
-	fs.IntVar(&c.threads, "threads", 8, "readers of the small-file epochs")
+	c.Register(fs, "/var/tmp/basin-secondpv")
 	fs.IntVar(&c.rounds, "rounds", 5, "rounds of the warm epochs (PV2 and PV1 warm) and of design A")
-	fs.DurationVar(&c.timeout, "epoch-timeout", 10*time.Minute, "deadline of one epoch")
-	proxy := wanproxy.Flags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := c.Parse(fs, args, "secondpv"); err != nil {
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if c.threads < 1 || c.rounds < 1 {
-		return c, fmt.Errorf("-threads %d, -rounds %d: want 1 or more", c.threads, c.rounds)
-	}
-	c.proxy = *proxy
-	var err error
-	if c.small, c.ckpt, err = sizes.Sets("secondpv", c.quick); err != nil {
-		return c, err
-	}
-	if c.basin, err = filepath.Abs(c.basin); err != nil {
-		return c, err
-	}
-	if c.command == "" {
-		c.command = "secondpv " + fmt.Sprint(args)
+	if c.rounds < 1 {
+		return c, fmt.Errorf("-rounds %d: want 1 or more", c.rounds)
 	}
 	return c, nil
 }

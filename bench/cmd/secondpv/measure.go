@@ -67,7 +67,7 @@ func (p *player) measure(ctx context.Context, w what, round int, drop bool, pid 
 	if err != nil {
 		return r, err
 	}
-	ectx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	ectx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	before := p.proxy.Stats()
 	r.res, err = epoch.Read(ectx, root, keys, p.set, p.threads, nil)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -91,12 +89,12 @@ func speed(a, b summary) float64 {
 // write writes <out>/<date>-secondpv[-quick].md and returns its path.
 func (rp *report) write() (string, error) {
 	var b strings.Builder
-	p := rp.cfg.proxy
+	p := rp.cfg.Proxy
 	fmt.Fprintf(&b, "# A second PV of the same dataset: one FUSE process per dataset and node\n\n")
 	fmt.Fprintf(&b, "`%s`, %s, %d cores, %s; load average (1, 5, 15 min) %s before, %s after (the machine is shared with other work). "+
 		"Origin: MinIO behind the WAN emulator (TTFB %v, %d MB/s per connection, %d MB/s in all), its data in a tmpfs. "+
 		"PV1 is `csi-driver mount --read-only` of the bucket with its own cache directory on the disk.\n\n",
-		rp.cfg.command, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(),
+		rp.cfg.Command, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(),
 		rp.loadBefore, rp.loadAfter, p.TTFB, p.ConnBandwidth/1e6, p.TotalBandwidth/1e6)
 	b.WriteString("- **PV1 cold**: PV1's first epoch, empty cache, page cache dropped.\n" +
 		"- **PV2, bind of PV1's mount (B)**: what the node plugin builds (`pkg/driver/node_share.go`): PV2's staging path is a read-only bind mount " +
@@ -110,7 +108,7 @@ func (rp *report) write() (string, error) {
 		"peak RSS is its VmHWM during the epoch (reset through `clear_refs` before it). Speed ratios are median times over median times.\n\n")
 	for _, set := range rp.sets {
 		rows := rp.rows[set.Name]
-		fmt.Fprintf(&b, "## %s: %d × %s, %d reader threads\n\n", set.Name, set.Files, benchreport.Size(set.FileSize), epoch.Threads(set, rp.cfg.threads))
+		fmt.Fprintf(&b, "## %s: %d × %s, %d reader threads\n\n", set.Name, set.Files, benchreport.Size(set.FileSize), epoch.Threads(set, rp.cfg.Threads))
 		b.WriteString("| Epoch | page cache | round | s | files/s | MB/s | origin GETs | origin GET MB | other origin requests | FUSE CPU s | CPU ms/file | CPU s/GB | peak RSS MiB | read errors |\n")
 		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range rows {
@@ -121,15 +119,7 @@ func (rp *report) write() (string, error) {
 		}
 		rp.writeSummary(&b, rows)
 	}
-	name := time.Now().UTC().Format("2006-01-02") + "-secondpv"
-	if rp.cfg.quick {
-		name += "-quick"
-	}
-	path := filepath.Join(rp.cfg.out, name+".md")
-	if err := os.MkdirAll(rp.cfg.out, 0o755); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+	return rp.cfg.WriteReport("secondpv", b.String())
 }
 
 // writeSummary writes the medians, the goal's ratio and A against B.

@@ -20,20 +20,20 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bin := sut.FindBinary(cfg.minio, cfg.tools)
-	if bin == "" {
-		return fmt.Errorf("minio not found in %s or $PATH (hack/install-tools.sh)", cfg.tools)
+	bin, err := cfg.FindMinIO()
+	if err != nil {
+		return err
 	}
 	rep := &report{cfg: cfg, loadBefore: loadAvg()}
-	o, err := epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: bin, Dir: filepath.Join(cfg.work, "origin"),
-		Bucket: originBucket, Sets: []dataset.Set{cfg.small, cfg.ckpt}, Proxy: cfg.proxy,
-		Work: filepath.Join(cfg.work, "node"), Tools: cfg.tools})
+	o, err := epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: bin, Dir: filepath.Join(cfg.Work, "origin"),
+		Bucket: originBucket, Sets: []dataset.Set{cfg.Small, cfg.Ckpt}, Proxy: cfg.Proxy,
+		Work: filepath.Join(cfg.Work, "node"), Tools: cfg.Tools})
 	if err != nil {
 		return err
 	}
 	defer o.Close()
-	for _, set := range []dataset.Set{cfg.small, cfg.ckpt} {
-		p := &player{cfg: cfg, proxy: o.Proxy, set: set, threads: epoch.Threads(set, cfg.threads)}
+	for _, set := range []dataset.Set{cfg.Small, cfg.Ckpt} {
+		p := &player{cfg: cfg, proxy: o.Proxy, set: set, threads: epoch.Threads(set, cfg.Threads)}
 		rows, err := p.play(ctx, o.Env)
 		rep.add(set, rows)
 		if err != nil {
@@ -63,7 +63,7 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 	// PV1 and, in design A, PV2's own process: the same flags and cache
 	// directory, one process at a time (the cache's index is locked by
 	// the process that has it open).
-	pv1 := sut.NewBasinNamed(env, "pv1", p.cfg.basin, "--read-only")
+	pv1 := sut.NewBasinNamed(env, "pv1", p.cfg.Basin, "--read-only")
 	if err := pv1.DropCache(); err != nil {
 		return rows, err
 	}
@@ -82,7 +82,7 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 	// read-only bind of the share's directory for PV2's prefix (here the
 	// data set's directory, nested in PV1's whole bucket).
 	kernel := supervisor.NewLinuxKernel()
-	staging := filepath.Join(p.cfg.work, "pv2-staging")
+	staging := filepath.Join(p.cfg.Work, "pv2-staging")
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return rows, err
 	}

@@ -58,7 +58,7 @@ func coldEpoch(ctx context.Context, cfg config, r *rig, n sut.System, set datase
 		return rw, err
 	}
 	keys := epoch.Keys(set, 0x7e1, false)
-	ectx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	ectx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	before := r.proxy.Stats()
 	res, err := epoch.Read(ectx, mnt, keys, set, threads, midway)

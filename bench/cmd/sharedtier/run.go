@@ -32,9 +32,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bin := sut.FindBinary(cfg.minio, cfg.tools)
-	if bin == "" {
-		return fmt.Errorf("minio not found in %s or $PATH (hack/install-tools.sh)", cfg.tools)
+	bin, err := cfg.FindMinIO()
+	if err != nil {
+		return err
 	}
 	r, err := startRig(ctx, cfg, bin)
 	if err != nil {
@@ -43,8 +43,8 @@ func run(ctx context.Context, args []string) error {
 	defer r.close()
 
 	rep := &report{cfg: cfg}
-	for _, set := range []dataset.Set{cfg.small, cfg.ckpt} {
-		threads := epoch.Threads(set, cfg.threads)
+	for _, set := range []dataset.Set{cfg.Small, cfg.Ckpt} {
+		threads := epoch.Threads(set, cfg.Threads)
 		for i := 1; i <= 3; i++ {
 			n := r.node(cfg, fmt.Sprintf("node%d", i), true)
 			row, err := coldEpoch(ctx, cfg, r, n, set, threads, nil)
@@ -64,11 +64,11 @@ func run(ctx context.Context, args []string) error {
 	// Directory prefetch is off on this node: with it, the tier would
 	// have handed over the whole set before the kill.
 	n := r.node(cfg, "tierkilled", true, "--prefetch=false")
-	row, err := coldEpoch(ctx, cfg, r, n, cfg.small, cfg.threads, func() { r.tier.Kill() })
+	row, err := coldEpoch(ctx, cfg, r, n, cfg.Small, cfg.Threads, func() { r.tier.Kill() })
 	if err != nil {
-		return fmt.Errorf("%s, tier killed: %w", cfg.small.Name, err)
+		return fmt.Errorf("%s, tier killed: %w", cfg.Small.Name, err)
 	}
-	rep.add(cfg.small, row)
+	rep.add(cfg.Small, row)
 	path, err := rep.write()
 	if err != nil {
 		return err
@@ -82,15 +82,15 @@ func run(ctx context.Context, args []string) error {
 func startRig(ctx context.Context, cfg config, bin string) (*rig, error) {
 	r := &rig{}
 	var err error
-	r.origin, err = epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: bin, Dir: filepath.Join(cfg.work, "origin"),
-		Bucket: originBucket, Sets: []dataset.Set{cfg.small, cfg.ckpt}, Proxy: cfg.proxy,
-		Work: filepath.Join(cfg.work, "nodes"), Tools: cfg.tools})
+	r.origin, err = epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: bin, Dir: filepath.Join(cfg.Work, "origin"),
+		Bucket: originBucket, Sets: []dataset.Set{cfg.Small, cfg.Ckpt}, Proxy: cfg.Proxy,
+		Work: filepath.Join(cfg.Work, "nodes"), Tools: cfg.Tools})
 	if err != nil {
 		return nil, err
 	}
 	r.proxy, r.env = r.origin.Proxy, r.origin.Env
-	tierDir := filepath.Join(cfg.work, "tier")
-	unmount, err := epoch.MountTmpfs(tierDir, cfg.small.TotalBytes()+cfg.ckpt.TotalBytes()+1<<30)
+	tierDir := filepath.Join(cfg.Work, "tier")
+	unmount, err := epoch.MountTmpfs(tierDir, cfg.Small.TotalBytes()+cfg.Ckpt.TotalBytes()+1<<30)
 	if err != nil {
 		r.close()
 		return nil, err
@@ -119,7 +119,7 @@ func (r *rig) node(cfg config, name string, tiered bool, extra ...string) sut.Sy
 	if tiered {
 		extra = append(extra, "--shared-cache", r.tierURL)
 	}
-	return sut.NewBasinNamed(r.env, name, cfg.basin, extra...)
+	return sut.NewBasinNamed(r.env, name, cfg.Basin, extra...)
 }
 
 func (r *rig) close() {
