@@ -54,7 +54,7 @@ func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("secondpv", flag.ContinueOnError)
 	c.Register(fs, "/var/tmp/basin-secondpv")
-	fs.IntVar(&c.rounds, "rounds", 5, "rounds of the warm epochs (PV2 and PV1 warm) and of design A")
+	fs.IntVar(&c.rounds, "rounds", 9, "rounds of the warm epochs (PV2 and PV1 warm) and of design A")
 	if err := c.Parse(fs, args, "secondpv"); err != nil {
 		return c, err
 	}

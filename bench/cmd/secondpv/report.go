@@ -61,6 +61,32 @@ func summarize(rows []row, w what, dropped bool) summary {
 	return s
 }
 
+// pairRange is the lowest and highest speed of PV2's epoch against PV1's
+// warm epoch of the same round and page cache.
+func pairRange(rows []row, dropped bool) string {
+	b, w := map[int]float64{}, map[int]float64{}
+	for _, r := range rows {
+		if r.dropped == dropped && r.res.Elapsed > 0 {
+			switch r.what {
+			case pv2B:
+				b[r.round] = r.res.Elapsed.Seconds()
+			case pv1Warm:
+				w[r.round] = r.res.Elapsed.Seconds()
+			}
+		}
+	}
+	var v []float64
+	for round, t := range b {
+		if tw, ok := w[round]; ok {
+			v = append(v, tw/t)
+		}
+	}
+	if len(v) == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f–%.2f", slices.Min(v), slices.Max(v))
+}
+
 func perFile(r row) float64 {
 	return float64(r.cpu.Microseconds()) / 1e3 / max(1, float64(r.res.Files))
 }
@@ -166,9 +192,11 @@ func (rp *report) writeSummary(b *strings.Builder, rows []row) {
 	}
 	fmt.Fprintf(b, "\n**Goal** (PV2's cold epoch at ≥ 0.8 of a warm epoch, judged with the page cache dropped before both, the conservative figure: "+
 		"a pod of a second team on a node where the first still runs would usually find the page cache warm): **%.2f, %s**; "+
-		"with the page cache kept %.2f; PV2's very first epoch (page cache as PV1's cold epoch left it) %.2f of PV1's median warm epoch (kept). PV2 made %d data GETs to the origin (A: %d). "+
+		"with the page cache kept %.2f. Round by round (PV2's epoch against PV1's of the same round and page cache): %s dropped, %s kept. "+
+		"PV2's very first epoch (the page cache as PV1's cold epoch left it) ran at %.2f of PV1's median warm epoch with the page cache kept, %.2f of the one with it dropped. PV2 made %d data GETs to the origin (A: %d). "+
 		"PV2's cold epoch ran %.1f× as fast as PV1's (dropped).\n\n",
-		speed(bDrop, warm[true]), verdict, speed(bKept, warm[false]), speed(first, warm[false]), bDrop.gets+bKept.gets, aDrop.gets+aKept.gets, speed(bDrop, cold))
+		speed(bDrop, warm[true]), verdict, speed(bKept, warm[false]), pairRange(rows, true), pairRange(rows, false),
+		speed(first, warm[false]), speed(first, warm[true]), bDrop.gets+bKept.gets, aDrop.gets+aKept.gets, speed(bDrop, cold))
 	fmt.Fprintf(b, "**Design A ÷ design B** (speed): %.2f with the page cache dropped, %.2f kept. "+
 		"FUSE CPU per file A %.3f ms vs B %.3f ms (dropped), %.3f vs %.3f (kept). "+
 		"A's second process peaked at %d MiB RSS; B adds no process (PV1's peaked at %d MiB during PV2's epochs).\n\n",
