@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // mountFSType returns the file system type mounted exactly at dir, or ""
@@ -84,41 +83,6 @@ func parseVmHWM(status string) (int64, error) {
 		return kb << 10, err
 	}
 	return 0, fmt.Errorf("sut: no VmHWM in status")
-}
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat times (100 on every
-// Linux architecture the benchmark runs on).
-const clockTicks = 100
-
-// CPUTime is a process's user + system time so far, from /proc/PID/stat.
-func CPUTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(b))
-}
-
-func parseStatCPU(stat string) (time.Duration, error) {
-	// The command (field 2) is in parentheses and may hold spaces.
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 || end+2 > len(stat) {
-		return 0, fmt.Errorf("sut: odd /proc stat %q", stat)
-	}
-	fields := strings.Fields(stat[end+2:])
-	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("sut: odd /proc stat %q", stat)
-	}
-	u, err := strconv.ParseInt(fields[11], 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	s, err := strconv.ParseInt(fields[12], 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(u+s) * time.Second / clockTicks, nil
 }
 
 // ResetPeakRSS sets pid's VmHWM to its current resident set (writes 5 to

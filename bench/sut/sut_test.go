@@ -49,23 +49,18 @@ func TestParseVmHWM(t *testing.T) {
 	}
 }
 
-func TestParseStatCPU(t *testing.T) {
-	// A command with spaces and a parenthesis; utime 250, stime 50 ticks.
-	stat := "1234 (csi (driver) x) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 100 0 0"
-	got, err := parseStatCPU(stat)
-	if err != nil || got != 3*time.Second {
-		t.Fatalf("parseStatCPU = %v, %v; want 3s", got, err)
+func TestResetPeakRSS(t *testing.T) {
+	pid := os.Getpid()
+	before, err := PeakRSSOf(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := parseStatCPU("1234 (x) S 1"); err == nil {
-		t.Fatal("parseStatCPU of a short line: no error")
+	if err := ResetPeakRSS(pid); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestCPUTimeOfThisProcess(t *testing.T) {
-	for start := time.Now(); time.Since(start) < 30*time.Millisecond; { // some CPU to count
-	}
-	if cpu, err := CPUTime(os.Getpid()); err != nil || cpu <= 0 {
-		t.Fatalf("CPUTime = %v, %v", cpu, err)
+	after, err := PeakRSSOf(pid)
+	if err != nil || after <= 0 || after > before {
+		t.Fatalf("peak RSS %d before the reset, %d (%v) after", before, after, err)
 	}
 }
 

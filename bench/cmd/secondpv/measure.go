@@ -63,7 +63,7 @@ func (p *player) measure(ctx context.Context, w what, round int, drop bool, pid 
 	if err := sut.ResetPeakRSS(pid); err != nil {
 		return r, err
 	}
-	cpu0, err := sut.CPUTime(pid)
+	cpu0, err := sut.ProcessCPU(pid)
 	if err != nil {
 		return r, err
 	}
@@ -75,7 +75,7 @@ func (p *player) measure(ctx context.Context, w what, round int, drop bool, pid 
 	if err != nil {
 		return r, err
 	}
-	cpu1, err := sut.CPUTime(pid)
+	cpu1, err := sut.ProcessCPU(pid)
 	if err != nil {
 		return r, err
 	}

@@ -130,7 +130,7 @@ func (rp *report) write() (string, error) {
 		"(warm) cache directory, one per epoch: its cache holds the data, its inodes and memory start cold. Its peak RSS is the memory design A adds per PV.\n\n" +
 		"Page cache **dropped**: `echo 3 > /proc/sys/vm/drop_caches` before the epoch; **kept**: not. B and PV1 warm alternate in rounds " +
 		"(PV2 kept, PV1 kept, PV2 dropped, PV1 dropped, then reversed), the first right after PV1's cold epoch; A's rounds follow. Every epoch reads the files in an order of its own. " +
-		"Origin requests and bytes are the emulator's counts; CPU is the FUSE process's utime + stime over the epoch (`/proc/PID/stat`, in 10 ms ticks); " +
+		"Origin requests and bytes are the emulator's counts; CPU is the FUSE process's utime + stime over the epoch (`sut.ProcessCPU`, from `/proc/PID/stat`, in 10 ms ticks); " +
 		"peak RSS is its VmHWM during the epoch (reset through `clear_refs` before it). Speed ratios are median times over median times.\n\n")
 	for _, set := range rp.sets {
 		rows := rp.rows[set.Name]

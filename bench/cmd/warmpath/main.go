@@ -203,7 +203,7 @@ func runPhase(ctx context.Context, c config, phase string, sides []side, tree st
 					return err
 				}
 			}
-			before, err := sut.CPUTime(s.cmd.Process.Pid)
+			before, err := sut.ProcessCPU(s.cmd.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ func runPhase(ctx context.Context, c config, phase string, sides []side, tree st
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", s.name, phase, err)
 			}
-			after, err := sut.CPUTime(s.cmd.Process.Pid)
+			after, err := sut.ProcessCPU(s.cmd.Process.Pid)
 			if err != nil {
 				return err
 			}
