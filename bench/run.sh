@@ -17,6 +17,8 @@
 #   BENCH_NO_INSTALL  set to 1 to skip all installation
 #   BENCH_SHAREDTIER  "only": play only the scenario "three nodes, one data
 #                     set" (bench/cmd/sharedtier); "skip": leave it out
+#   BENCH_SECONDPV    "only": play only the scenario "a second PV of the same
+#                     dataset" (bench/cmd/secondpv); "skip": leave it out
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -50,27 +52,44 @@ go build -o "$WORK/bin/csi-driver" ./cmd/csi-driver \
   || warn "cmd/csi-driver does not build; Basin will be n/a"
 go build -o "$WORK/bin/basin-bench" ./bench/cmd/basin-bench
 
+# A scenario played "only" leaves out the main benchmark and the others.
+only=""
+[[ ${BENCH_SHAREDTIER:-} != only ]] || only=sharedtier
+[[ ${BENCH_SECONDPV:-} != only ]] || only=${only:+$only,}secondpv
+plays() { # plays NAME VAR: whether scenario NAME (its variable VAR) is played
+  local v=${!2:-}
+  [[ $v != skip ]] && { [[ -z $only ]] || [[ ,$only, == *,$1,* ]]; }
+}
+
 go build -o "$WORK/bin/sharedtier" ./bench/cmd/sharedtier \
   || { warn "bench/cmd/sharedtier does not build; the shared-tier scenario is left out"; BENCH_SHAREDTIER=skip; }
+go build -o "$WORK/bin/secondpv" ./bench/cmd/secondpv \
+  || { warn "bench/cmd/secondpv does not build; the second-PV scenario is left out"; BENCH_SECONDPV=skip; }
 
-if [[ ${BENCH_SHAREDTIER:-} != only ]]; then
+if [[ -z $only ]]; then
 "$WORK/bin/basin-bench" -work "$WORK" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
   -command "bench/run.sh${*:+ $*}" "$@"
 fi
 
-# The scenario "three nodes, one data set" (shared cache tier): its own
-# servers and report, bench/results/<date>-sharedtier[-quick].md.
-if [[ ${BENCH_SHAREDTIER:-} != skip ]]; then
-  quick=()
-  for a in "$@"; do [[ $a == --quick || $a == -quick ]] && quick=(-quick); done
+# The node-level scenarios have their own servers and reports,
+# bench/results/<date>-<name>[-quick].md: "three nodes, one data set"
+# (shared cache tier) and "a second PV of the same dataset".
+quick=()
+for a in "$@"; do [[ $a == --quick || $a == -quick ]] && quick=(-quick); done
+if plays sharedtier BENCH_SHAREDTIER; then
   "$WORK/bin/sharedtier" -work "$WORK/sharedtier" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
     -command "bench/run.sh${*:+ $*} (sharedtier)" "${quick[@]}" \
     || warn "the shared-tier scenario failed (see above)"
 fi
-[[ ${BENCH_SHAREDTIER:-} != only ]] || exit 0
+if plays secondpv BENCH_SECONDPV; then
+  "$WORK/bin/secondpv" -work "$WORK/secondpv" -tools "$TOOLS" -basin "$WORK/bin/csi-driver" \
+    -command "bench/run.sh${*:+ $*} (secondpv)" "${quick[@]}" \
+    || warn "the second-PV scenario failed (see above)"
+fi
+[[ -z $only ]] || exit 0
 
 # The README's table is the newest report's, spliced between its markers.
-report=$(ls -t bench/results/*.md | grep -v sharedtier | head -1)
+report=$(ls -t bench/results/*.md | grep -v -e sharedtier -e secondpv | head -1)
 awk -v report="$report" '
   /<!-- bench:begin -->/ {
     print; print "From [" report "](" report "), produced by `bench/run.sh`:"; print ""

@@ -60,9 +60,9 @@ func writeHeader(b *bufio.Writer, r *Report) {
 		case s.FileSize == 0:
 			sets = append(sets, fmt.Sprintf("%s: %d zero-byte objects, %d levels × %d dirs", s.Name, s.Files, s.Depth, s.Fanout))
 		case s.Dirs > 0:
-			sets = append(sets, fmt.Sprintf("%s: %d × %s in %d dirs", s.Name, s.Files, size(s.FileSize), s.Dirs))
+			sets = append(sets, fmt.Sprintf("%s: %d × %s in %d dirs", s.Name, s.Files, Size(s.FileSize), s.Dirs))
 		default:
-			sets = append(sets, fmt.Sprintf("%s: %d × %s", s.Name, s.Files, size(s.FileSize)))
+			sets = append(sets, fmt.Sprintf("%s: %d × %s", s.Name, s.Files, Size(s.FileSize)))
 		}
 	}
 	fmt.Fprintf(b, "- Data: %s\n", strings.Join(sets, "; "))
@@ -294,7 +294,9 @@ func bandwidth(bps int64) string {
 
 func mb(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/1e6) }
 
-func size(n int64) string {
+// Size is n bytes in the largest binary unit that divides it (1 GiB,
+// 128 KiB, 1000 B).
+func Size(n int64) string {
 	switch {
 	case n >= 1<<30 && n%(1<<30) == 0:
 		return fmt.Sprintf("%d GiB", n>>30)

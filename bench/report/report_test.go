@@ -149,7 +149,7 @@ func TestFormatting(t *testing.T) {
 		{times(12.3), "12×"}, {times(1.26), "1.3×"}, {times(0.853), "0.85×"},
 		{times(0.0123), "0.012×"}, {times(0.00012), "0.0001×"},
 		{number(1234.5), "1234"}, {number(12.34), "12.3"}, {number(1.234), "1.23"},
-		{size(1 << 30), "1 GiB"}, {size(128 << 10), "128 KiB"}, {size(1000), "1000 B"},
+		{Size(1 << 30), "1 GiB"}, {Size(128 << 10), "128 KiB"}, {Size(1000), "1000 B"},
 		{bandwidth(0), "unlimited"},
 	}
 	for _, tc := range tests {

@@ -41,11 +41,11 @@ type rowDef struct {
 func rowDefs(c Config) []rowDef {
 	small := fmt.Sprintf("1. small-file epoch, %d threads, random order", c.Threads)
 	ckpt := "2. checkpoint read, 1 thread sequential"
-	rnd := fmt.Sprintf("3. random %s reads, %d threads", sizeText(c.RandSize), c.RandThreads)
+	rnd := fmt.Sprintf("3. random %s reads, %d threads", report.Size(c.RandSize), c.RandThreads)
 	meta := "4. metadata walk + stat"
 	write := "5. checkpoint write, 1 thread"
 	torch := fmt.Sprintf("6. PyTorch DataLoader, %d workers", c.Torch.Workers)
-	create := fmt.Sprintf("7. creating %s files in new directories (cp -r), 1 thread", sizeText(c.Sets.Create.FileSize))
+	create := fmt.Sprintf("7. creating %s files in new directories (cp -r), 1 thread", report.Size(c.Sets.Create.FileSize))
 	images := fmt.Sprintf("8. JPEG ImageFolder decoded by DataLoader, %d workers", c.Torch.Workers)
 	return []rowDef{
 		{smallCold, small, "cold", report.FilesPerSec, "1 small epoch cold"},
@@ -66,11 +66,4 @@ func rowDefs(c Config) []rowDef {
 		{imagesCold, images, "cold", report.FilesPerSec, "8 JPEG cold"},
 		{imagesWarm, images, "warm", report.FilesPerSec, "8 JPEG warm"},
 	}
-}
-
-func sizeText(n int64) string {
-	if n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
 }

@@ -31,7 +31,7 @@ func ReadFiles(ctx context.Context, paths []string, threads int) (Measure, error
 			if i >= len(paths) {
 				return nil
 			}
-			n, err := readWhole(paths[i], buf)
+			n, err := ReadWhole(paths[i], buf)
 			nbytes.Add(n)
 			if err != nil {
 				return err
@@ -48,7 +48,9 @@ func ReadFiles(ctx context.Context, paths []string, threads int) (Measure, error
 	return m, Stopped(ctx, &m)
 }
 
-func readWhole(path string, buf []byte) (int64, error) {
+// ReadWhole reads the file at path to its end with buf, returning the
+// bytes read.
+func ReadWhole(path string, buf []byte) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err

@@ -87,7 +87,7 @@ func (c *child) PeakRSS() int64 {
 }
 
 func (c *child) samplePeakLocked() {
-	if v, err := peakRSS(c.cmd.Process.Pid); err == nil {
+	if v, err := PeakRSSOf(c.cmd.Process.Pid); err == nil {
 		c.peak = max(c.peak, v)
 	}
 }

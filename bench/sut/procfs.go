@@ -59,8 +59,9 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
-// peakRSS returns VmHWM of pid in bytes.
-func peakRSS(pid int) (int64, error) {
+// PeakRSSOf is VmHWM of pid in bytes: its peak resident set since it
+// started or since ResetPeakRSS.
+func PeakRSSOf(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -82,4 +83,11 @@ func parseVmHWM(status string) (int64, error) {
 		return kb << 10, err
 	}
 	return 0, fmt.Errorf("sut: no VmHWM in status")
+}
+
+// ResetPeakRSS sets pid's VmHWM to its current resident set (writes 5 to
+// /proc/PID/clear_refs), so a later PeakRSSOf is the peak of what came
+// after.
+func ResetPeakRSS(pid int) error {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0o200)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -44,8 +45,35 @@ func TestParseVmHWM(t *testing.T) {
 	if _, err := parseVmHWM("Name:\tx\n"); err == nil {
 		t.Fatal("missing VmHWM accepted")
 	}
-	if v, err := peakRSS(os.Getpid()); err != nil || v <= 0 {
+	if v, err := PeakRSSOf(os.Getpid()); err != nil || v <= 0 {
 		t.Fatalf("own peak RSS = %d, %v", v, err)
+	}
+}
+
+// TestResetPeakRSS: a 64 MiB peak, given back to the system, is gone from
+// VmHWM after the reset.
+func TestResetPeakRSS(t *testing.T) {
+	pid := os.Getpid()
+	touch64MiB()
+	before, err := PeakRSSOf(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	debug.FreeOSMemory()
+	if err := ResetPeakRSS(pid); err != nil {
+		t.Fatal(err)
+	}
+	after, err := PeakRSSOf(pid)
+	if err != nil || after > before-32<<20 {
+		t.Fatalf("peak RSS %d MiB with 64 MiB touched, %d MiB (%v) after it was freed and the peak reset", before>>20, after>>20, err)
+	}
+}
+
+//go:noinline
+func touch64MiB() {
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = 1
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/basin-csi/basin/bench/direct"
+	"github.com/basin-csi/basin/bench/epoch"
 	"github.com/basin-csi/basin/bench/servers"
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
@@ -27,9 +28,9 @@ func run(ctx context.Context, args []string) error {
 	data := filepath.Join(cfg.work, "minio")
 	if !cfg.bucketOnDisk {
 		data = filepath.Join(cfg.work, "minio-tmpfs")
-		unmount, err := mountTmpfs(data, int64(cfg.files)*cfg.size+1<<30)
+		unmount, err := epoch.MountTmpfs(data, int64(cfg.files)*cfg.size+1<<30)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (or use -bucket-on-disk)", err)
 		}
 		defer unmount()
 	}

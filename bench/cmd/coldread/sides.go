@@ -14,7 +14,6 @@ import (
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
 	"github.com/basin-csi/basin/pkg/objstore"
-	"golang.org/x/sys/unix"
 )
 
 // side is one way of reading the objects, timed as a whole.
@@ -128,17 +127,6 @@ func readFile(path string, size int64, buf []byte) error {
 		err = fmt.Errorf("read %d bytes of %d of %s through the mount", n, size, path)
 	}
 	return err
-}
-
-// mountTmpfs mounts a tmpfs of size bytes at dir for the bucket's data.
-func mountTmpfs(dir string, size int64) (unmount func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		return nil, fmt.Errorf("tmpfs for the bucket at %s (or use -bucket-on-disk): %w", dir, err)
-	}
-	return func() { _ = unix.Unmount(dir, 0) }, nil
 }
 
 // onlyReader hides WriterTo/ReaderFrom so that io.CopyBuffer uses read(2).

@@ -2,22 +2,18 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/epoch"
 	"github.com/basin-csi/basin/bench/scenario"
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
@@ -38,12 +34,12 @@ type row struct {
 	killed  bool
 }
 
-// epoch mounts n with an empty cache, drops the page cache and reads every
-// file of set once in random order with threads readers, counting files
-// that fail instead of stopping. midway, when set, runs once half the
-// files are read. It then waits for the mount's tier uploads, reads its
-// metrics, checks the content of a sample of files and unmounts.
-func epoch(ctx context.Context, cfg config, r *rig, n sut.System, set dataset.Set, threads int, midway func()) (row, error) {
+// coldEpoch mounts n with an empty cache, drops the page cache and reads
+// every file of set once in random order with threads readers, counting
+// files that fail instead of stopping. midway, when set, runs once half
+// the files are read. It then waits for the mount's tier uploads, reads
+// its metrics, checks the content of a sample of files and unmounts.
+func coldEpoch(ctx context.Context, cfg config, r *rig, n sut.System, set dataset.Set, threads int, midway func()) (row, error) {
 	rw := row{node: n.Name(), tiered: n.Name() != "notier", killed: midway != nil}
 	if err := n.DropCache(); err != nil {
 		return rw, err
@@ -61,42 +57,15 @@ func epoch(ctx context.Context, cfg config, r *rig, n sut.System, set dataset.Se
 	if err := scenario.DropCaches(); err != nil {
 		return rw, err
 	}
-	keys := scenario.Shuffled(set.Keys(), 0x7e1)
-	ectx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	keys := epoch.Keys(set, 0x7e1, false)
+	ectx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	before := r.proxy.Stats()
-	var (
-		next, done, nbytes, failed atomic.Int64
-		once                       sync.Once
-		wg                         sync.WaitGroup
-	)
-	start := time.Now()
-	for range threads {
-		wg.Go(func() {
-			buf := make([]byte, 1<<20)
-			for ectx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(keys) {
-					return
-				}
-				m, err := readWhole(filepath.Join(mnt, filepath.FromSlash(keys[i])), buf)
-				nbytes.Add(m)
-				if err != nil || m != set.FileSize {
-					failed.Add(1)
-					fmt.Fprintf(os.Stderr, "%s: %s: %d bytes, %v\n", n.Name(), keys[i], m, err)
-				}
-				if done.Add(1) == int64(len(keys)/2) && midway != nil {
-					once.Do(midway)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	rw.elapsed = time.Since(start)
+	res, err := epoch.Read(ectx, mnt, keys, set, threads, midway)
+	rw.elapsed, rw.files, rw.bytes, rw.errors = res.Elapsed, res.Files, res.Bytes, res.Errors
 	rw.origin = r.proxy.Stats().Sub(before)[wanproxy.KindGet]
-	rw.files, rw.bytes, rw.errors = done.Load(), nbytes.Load(), failed.Load()
-	if err := ectx.Err(); err != nil {
-		return rw, fmt.Errorf("epoch not done: %w", err)
+	if err != nil {
+		return rw, err
 	}
 	sock := admin.SocketPath(filepath.Join(r.env.WorkDir, n.Name(), "cache"))
 	if rw.tiered && !rw.killed {
@@ -107,7 +76,7 @@ func epoch(ctx context.Context, cfg config, r *rig, n sut.System, set dataset.Se
 	if rw.tier, err = tierMetrics(ctx, sock); err != nil {
 		return rw, err
 	}
-	if err := verifySample(mnt, set, keys); err != nil {
+	if err := epoch.VerifySample(mnt, set, keys, ""); err != nil {
 		return rw, err
 	}
 	mounted = false
@@ -118,49 +87,6 @@ func epoch(ctx context.Context, cfg config, r *rig, n sut.System, set dataset.Se
 	fmt.Printf("%s %s: %d files, %.1f MB in %v; origin %d GETs %.1f MB; tier %v; errors %d\n", set.Name, n.Name(),
 		rw.files, float64(rw.bytes)/1e6, rw.elapsed.Round(time.Millisecond), rw.origin.Requests, float64(rw.origin.BytesOut)/1e6, rw.tier, rw.errors)
 	return rw, nil
-}
-
-func readWhole(path string, buf []byte) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = f.Close() }()
-	var n int64
-	for {
-		m, err := f.Read(buf)
-		n += int64(m)
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-}
-
-// verifySample compares 20 files (or the first 64 MiB of each shard) with
-// the data set's content, through the mount (untimed).
-func verifySample(mnt string, set dataset.Set, keys []string) error {
-	step := max(1, len(keys)/20)
-	for i := 0; i < len(keys); i += step {
-		n := min(set.FileSize, 64<<20)
-		f, err := os.Open(filepath.Join(mnt, filepath.FromSlash(keys[i])))
-		if err != nil {
-			return err
-		}
-		got := make([]byte, n)
-		_, err = io.ReadFull(f, got)
-		_ = f.Close()
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", keys[i], err)
-		}
-		want, _ := io.ReadAll(io.LimitReader(set.Content(keys[i], set.FileSize), n))
-		if !bytes.Equal(got, want) {
-			return fmt.Errorf("verify %s: wrong content", keys[i])
-		}
-	}
-	return nil
 }
 
 // metrics reads the mount's metrics on its admin socket.

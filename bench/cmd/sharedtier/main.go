@@ -19,94 +19,19 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-	"time"
 
-	"github.com/basin-csi/basin/bench/dataset"
-	"github.com/basin-csi/basin/bench/wanproxy"
+	"github.com/basin-csi/basin/bench/epoch"
 )
 
-type config struct {
-	basin, minio, tools, work, out string
-	command                        string
-	quick                          bool
-	small, ckpt                    dataset.Set
-	threads                        int
-	timeout                        time.Duration
-	proxy                          wanproxy.Config
-}
+// config is the scenario's command line: the node-level scenarios' own.
+type config struct{ epoch.Config }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "sharedtier:", err)
-		os.Exit(1)
-	}
-}
+func main() { epoch.Main("sharedtier", run) }
 
 func parseFlags(args []string) (config, error) {
-	home, _ := os.UserHomeDir()
 	var c config
 	fs := flag.NewFlagSet("sharedtier", flag.ContinueOnError)
-	fs.StringVar(&c.basin, "basin", "bin/csi-driver", "csi-driver binary")
-	fs.StringVar(&c.minio, "minio", "minio", "MinIO binary (name or path)")
-	fs.StringVar(&c.tools, "tools", filepath.Join(home, ".cache/basin-tools/bin"), "directory searched first for minio")
-	fs.StringVar(&c.work, "work", "/var/tmp/basin-sharedtier", "work directory: the nodes' caches, and the servers' data (each in a tmpfs mounted there for the run)")
-	fs.StringVar(&c.out, "out", "bench/results", "directory of the report")
-	fs.StringVar(&c.command, "command", "", "command line recorded in the report (default: this one)")
-	fs.BoolVar(&c.quick, "quick", false, "reduced data sets (make bench-quick)")
-	smallFiles := fs.Int("small-files", 0, "override: small files (default 4000, quick 1000)")
-	ckptFiles := fs.Int("ckpt-files", 0, "override: checkpoint shards (default 2)")
-	ckptSize := fs.Int64("ckpt-size", 0, "override: checkpoint shard size, bytes (default 512 MiB, quick 128 MiB)")
-	fs.IntVar(&c.threads, "threads", 8, "readers of the small-file epoch")
-	fs.DurationVar(&c.timeout, "epoch-timeout", 10*time.Minute, "deadline of one epoch")
-	proxy := wanproxy.Flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	c.proxy = *proxy
-	files, shard := 4000, int64(512<<20)
-	if c.quick {
-		files, shard = 1000, 128<<20
-	}
-	c.small = dataset.Small(pick(*smallFiles, files), 128<<10, 20)
-	c.small.Name = "tier-small"
-	c.ckpt = dataset.Checkpoint(pick(*ckptFiles, 2), pick(*ckptSize, shard))
-	c.ckpt.Name = "tier-ckpt"
-	if err := c.small.Validate(); err != nil {
-		return c, err
-	}
-	if err := c.ckpt.Validate(); err != nil {
-		return c, err
-	}
-	abs, err := filepath.Abs(c.basin)
-	if err != nil {
-		return c, err
-	}
-	c.basin = abs
-	if c.command == "" {
-		c.command = "sharedtier " + fmt.Sprint(args)
-	}
-	return c, nil
-}
-
-func pick[T int | int64](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
+	c.Register(fs, "/var/tmp/basin-sharedtier")
+	return c, c.Parse(fs, args, "tier")
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	benchreport "github.com/basin-csi/basin/bench/report"
 )
 
 // report collects the rows of a run and writes them as Markdown.
@@ -31,19 +30,19 @@ func (rp *report) add(set dataset.Set, r row) {
 // write writes <out>/<date>-sharedtier[-quick].md and returns its path.
 func (rp *report) write() (string, error) {
 	var b strings.Builder
-	p := rp.cfg.proxy
+	p := rp.cfg.Proxy
 	fmt.Fprintf(&b, "# Shared cache tier: three nodes, one data set\n\n")
 	fmt.Fprintf(&b, "`%s`, %s, %d cores, %s. Origin: MinIO behind the WAN emulator (TTFB %v, %d MB/s per connection, %d MB/s in all); "+
 		"tier: a second MinIO on loopback, no emulator; both servers keep their data in a tmpfs. Each node is a `csi-driver mount --shared-cache URL` with its own empty cache, "+
 		"page cache dropped; `notier` is the same mount without `--shared-cache` (every node today). "+
 		"Origin GETs and bytes are counted by the emulator; tier figures are the mount's `basin_cache_tier_*` metrics "+
 		"(lookups = hits + misses; stored = tier objects uploaded, each one PUT, after the epoch's uploads drained).\n\n",
-		rp.cfg.command, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(),
+		rp.cfg.Command, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(),
 		p.TTFB, p.ConnBandwidth/1e6, p.TotalBandwidth/1e6)
 	for _, set := range rp.sets {
 		rows := rp.rows[set.Name]
 		total := set.TotalBytes()
-		fmt.Fprintf(&b, "## %s: %d × %s\n\n", set.Name, set.Files, size(set.FileSize))
+		fmt.Fprintf(&b, "## %s: %d × %s\n\n", set.Name, set.Files, benchreport.Size(set.FileSize))
 		b.WriteString("| Node | Epoch s | MB/s | files/s | origin GETs | origin MB | ÷ data set | tier lookups | tier hits | tier MB read | tier stored | tier MB stored | tier errors | read errors | peak RSS MiB |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		var cold3 int64
@@ -74,22 +73,5 @@ func (rp *report) write() (string, error) {
 				float64(cold3)/float64(total), first[0]/rest[0], first[0]/rest[1])
 		}
 	}
-	name := time.Now().UTC().Format("2006-01-02") + "-sharedtier"
-	if rp.cfg.quick {
-		name += "-quick"
-	}
-	path := filepath.Join(rp.cfg.out, name+".md")
-	if err := os.MkdirAll(rp.cfg.out, 0o755); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	default:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
+	return rp.cfg.WriteReport("sharedtier", b.String())
 }

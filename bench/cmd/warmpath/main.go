@@ -33,12 +33,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/sut"
 )
 
 type binFlag []side
@@ -203,7 +203,7 @@ func runPhase(ctx context.Context, c config, phase string, sides []side, tree st
 					return err
 				}
 			}
-			before, err := cpuTicks(s.cmd.Process.Pid)
+			before, err := sut.ProcessCPU(s.cmd.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -211,12 +211,12 @@ func runPhase(ctx context.Context, c config, phase string, sides []side, tree st
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", s.name, phase, err)
 			}
-			after, err := cpuTicks(s.cmd.Process.Pid)
+			after, err := sut.ProcessCPU(s.cmd.Process.Pid)
 			if err != nil {
 				return err
 			}
 			fpsRound[i] = m.FilesPerSec()
-			res[i].cpu10k = append(res[i].cpu10k, float64(after-before)*1000/float64(clockTicks)*10000/float64(m.Files))
+			res[i].cpu10k = append(res[i].cpu10k, float64((after-before).Milliseconds())*10000/float64(m.Files))
 		}
 		if round%2 == 1 {
 			if err := epochLocal(); err != nil {
@@ -311,26 +311,6 @@ func fuseMounted(dir string) bool {
 		}
 	}
 	return false
-}
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat times.
-const clockTicks = 100
-
-// cpuTicks is a process's user + system time in clock ticks.
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	u, err := strconv.ParseInt(fields[11], 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	st, err := strconv.ParseInt(fields[12], 10, 64)
-	return u + st, err
 }
 
 // makeTree writes files × size bytes of random data over dirs
