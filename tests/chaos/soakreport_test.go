@@ -21,6 +21,7 @@ type soakReport struct {
 	Errors        int64            // failing errors
 	KernelEIO     int              // EIO of a call in flight at a kill (the kernel's; counted apart)
 	RemountErrs   int64            // errors of calls during a remount and of files open across it (by design)
+	StoreDownErrs int64            // EIO of calls that retried through a MinIO restart and gave up (by design)
 	Acks          int64
 	Verified      int64
 	Lost          []string
@@ -40,6 +41,12 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 	in.mu.Lock()
 	kills := append([]killAt(nil), in.kills...)
 	remounts := in.remounts
+	var restarts []injected
+	for _, ev := range in.done {
+		if ev.Kind == "minio-restart" && ev.Skipped == "" {
+			restarts = append(restarts, ev)
+		}
+	}
 	in.mu.Unlock()
 	for _, v := range s.vols {
 		for _, c := range []*soakChild{v.reader, v.writer} {
@@ -61,6 +68,8 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 					rep.RemountErrs += run.Count
 				case run.Count == 1 && isKernelEIO(run.opRecord, kills):
 					rep.KernelEIO++
+				case inStoreRestart(run.opRecord, run.Err, restarts):
+					rep.StoreDownErrs += run.Count
 				default:
 					rep.Errors += run.Count
 					if len(rep.ErrorExamples) < 20 {
@@ -86,7 +95,7 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 		rep.PeakFUSE = max(rep.PeakFUSE, m.FUSERSS)
 	}
 	if rep.Errors > 0 {
-		s.failf("%d errors besides the kernel's EIO at a kill and open files across a remount; first: %s", rep.Errors, oneLine(rep.ErrorExamples))
+		s.failf("%d errors besides the kernel's EIO at a kill, open files across a remount and calls that gave up during a MinIO restart; first: %s", rep.Errors, oneLine(rep.ErrorExamples))
 	}
 	for _, l := range rep.Lost {
 		s.failf("lost: %s", l)
@@ -114,6 +123,30 @@ func inRemount(op opRecord, remounts []killAt) bool {
 	return false
 }
 
+// storeRestartGrace is how long after MinIO answered again a call that
+// gave up during its restart may end.
+const storeRestartGrace = 2 * time.Second
+
+// inStoreRestart reports whether op failed with EIO because the bucket was
+// down: it overlapped a MinIO restart and ended by storeRestartGrace after
+// it. Basin retries a request a bounded number of times (5 attempts,
+// jittered backoff) and then answers EIO: a store down longer than that
+// fails calls by design ("store down: bounded retries, then EIO, never a
+// hang"). A restart under the soak's CPU burners took 7 s once, and a
+// create gave up after 4.7 s of refused connections.
+func inStoreRestart(op opRecord, errText string, restarts []injected) bool {
+	if !strings.Contains(errText, "input/output error") {
+		return false
+	}
+	for _, r := range restarts {
+		until := r.End.Add(storeRestartGrace).UnixNano()
+		if op.Start < until && op.End > r.Start.UnixNano() && op.End <= until {
+			return true
+		}
+	}
+	return false
+}
+
 // isKernelEIO reports whether op failed with EIO while in flight at a
 // kill (docs/architecture.md, "A request copied at the kill").
 func isKernelEIO(op opRecord, kills []killAt) bool {
@@ -134,8 +167,8 @@ func (r soakReport) line(pass bool, dir string) string {
 	for _, n := range r.Ops {
 		ops += n
 	}
-	return fmt.Sprintf("soak: %s seed=%d duration=%v faults=%d ops=%d errors=%d lost=%d acks=%d kernel_eio=%d remount_errors=%d max_stall_ms=%d node_rss_mib=%d→%d fuse_rss_mib=%d→%d node_fds=%d→%d fuse_fds=%d→%d fuse_fds_but_data=%d→%d dir=%s",
-		verdict, r.Seed, r.Duration, faults, ops, r.Errors, len(r.Lost), r.Acks, r.KernelEIO, r.RemountErrs, r.MaxStall.Milliseconds(),
+	return fmt.Sprintf("soak: %s seed=%d duration=%v faults=%d ops=%d errors=%d lost=%d acks=%d kernel_eio=%d remount_errors=%d store_down_errors=%d max_stall_ms=%d node_rss_mib=%d→%d fuse_rss_mib=%d→%d node_fds=%d→%d fuse_fds=%d→%d fuse_fds_but_data=%d→%d dir=%s",
+		verdict, r.Seed, r.Duration, faults, ops, r.Errors, len(r.Lost), r.Acks, r.KernelEIO, r.RemountErrs, r.StoreDownErrs, r.MaxStall.Milliseconds(),
 		r.First.NodeRSS>>20, r.Last.NodeRSS>>20, r.First.FUSERSS>>20, r.Last.FUSERSS>>20,
 		r.First.NodeFDs, r.Last.NodeFDs, r.First.FUSEFDs, r.Last.FUSEFDs,
 		r.First.FUSEFDs-r.First.FUSEDataFDs, r.Last.FUSEFDs-r.Last.FUSEDataFDs, dir)
@@ -196,6 +229,7 @@ func (s *soakRig) writeReport(r soakReport, sp *sampler, in *injector) {
 	row("errors (failing)", r.Errors)
 	row("kernel EIO at a kill (counted apart)", r.KernelEIO)
 	row("errors of files open across a remount (by design)", r.RemountErrs)
+	row("EIO of calls that gave up during a MinIO restart (by design)", r.StoreDownErrs)
 	row("acknowledged changes / verified in the bucket", fmt.Sprintf("%d / %d", r.Acks, r.Verified))
 	row("lost acknowledged changes", len(r.Lost))
 	row("max stall (bound "+soakStallBound.String()+")", fmt.Sprintf("%v (%s)", r.MaxStall.Round(time.Millisecond), r.MaxStallWhat))

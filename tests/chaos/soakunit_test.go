@@ -108,6 +108,30 @@ func TestInRemount(t *testing.T) {
 	}
 }
 
+// TestInStoreRestart: an EIO of a call overlapping a MinIO restart and
+// ending by storeRestartGrace after it is the restart's; another error, a
+// call before it, or one failing long after it is not.
+func TestInStoreRestart(t *testing.T) {
+	at := time.Unix(100, 0)
+	r := []injected{{Start: at, End: at.Add(7 * time.Second)}}
+	ns := func(d time.Duration) int64 { return at.Add(d).UnixNano() }
+	const eio, exist = "open f: input/output error", "open f: file exists"
+	for _, c := range []struct {
+		op   opRecord
+		want bool
+	}{
+		{opRecord{Start: ns(time.Second), End: ns(5 * time.Second), Err: eio}, true},
+		{opRecord{Start: ns(-time.Second), End: ns(8 * time.Second), Err: eio}, true},
+		{opRecord{Start: ns(time.Second), End: ns(5 * time.Second), Err: exist}, false},
+		{opRecord{Start: ns(-3 * time.Second), End: ns(-time.Second), Err: eio}, false},
+		{opRecord{Start: ns(time.Second), End: ns(7*time.Second + storeRestartGrace + 1), Err: eio}, false},
+	} {
+		if got := inStoreRestart(c.op, c.op.Err, r); got != c.want {
+			t.Errorf("inStoreRestart(%v..%v, %q) = %v", time.Duration(c.op.Start-at.UnixNano()), time.Duration(c.op.End-at.UnixNano()), c.op.Err, got)
+		}
+	}
+}
+
 // TestErrRuns: failures of one kind and error number close together make
 // one run; another error number, another kind or a gap starts another.
 func TestErrRuns(t *testing.T) {

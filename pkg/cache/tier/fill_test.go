@@ -199,7 +199,7 @@ func TestStaleHitIsRefreshed(t *testing.T) {
 type resetStore struct{ objstore.Store }
 
 func (s resetStore) Put(ctx context.Context, key string, body io.Reader, o objstore.PutOptions) (objstore.ObjectInfo, error) {
-	if _, err := s.Store.Stat(ctx, key); err == nil && o.IfAbsent {
+	if _, err := s.Stat(ctx, key); err == nil && o.IfAbsent {
 		return objstore.ObjectInfo{}, errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: write: connection reset by peer")
 	}
 	return s.Store.Put(ctx, key, body, o)
