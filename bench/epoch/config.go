@@ -50,8 +50,8 @@ func (c *Config) Register(fs *flag.FlagSet, work string) {
 }
 
 // Parse parses args with fs (on which Register was called) and completes
-// c: the data sets named prefix-small and prefix-ckpt, the binary's
-// absolute path, the command line.
+// c: the data sets named prefix-small and prefix-ckpt, the binaries'
+// paths (csi-driver made absolute, minio looked up), the command line.
 func (c *Config) Parse(fs *flag.FlagSet, args []string, prefix string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,18 +70,15 @@ func (c *Config) Parse(fs *flag.FlagSet, args []string, prefix string) error {
 	if c.Basin, err = filepath.Abs(c.Basin); err != nil {
 		return err
 	}
+	bin := sut.FindBinary(c.MinIO, c.Tools)
+	if bin == "" {
+		return fmt.Errorf("minio not found in %s or $PATH (hack/install-tools.sh)", c.Tools)
+	}
+	c.MinIO = bin
 	if c.Command == "" {
 		c.Command = fs.Name() + " " + fmt.Sprint(args)
 	}
 	return nil
-}
-
-// FindMinIO returns the minio binary's path.
-func (c *Config) FindMinIO() (string, error) {
-	if bin := sut.FindBinary(c.MinIO, c.Tools); bin != "" {
-		return bin, nil
-	}
-	return "", fmt.Errorf("minio not found in %s or $PATH (hack/install-tools.sh)", c.Tools)
 }
 
 // WriteReport writes text to <Out>/<date>-name[-quick].md and returns its

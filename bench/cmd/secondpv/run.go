@@ -20,12 +20,8 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := cfg.FindMinIO()
-	if err != nil {
-		return err
-	}
 	rep := &report{cfg: cfg, loadBefore: loadAvg()}
-	o, err := epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: bin, Dir: filepath.Join(cfg.Work, "origin"),
+	o, err := epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: cfg.MinIO, Dir: filepath.Join(cfg.Work, "origin"),
 		Bucket: originBucket, Sets: []dataset.Set{cfg.Small, cfg.Ckpt}, Proxy: cfg.Proxy,
 		Work: filepath.Join(cfg.Work, "node"), Tools: cfg.Tools})
 	if err != nil {

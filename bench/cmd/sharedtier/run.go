@@ -32,11 +32,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := cfg.FindMinIO()
-	if err != nil {
-		return err
-	}
-	r, err := startRig(ctx, cfg, bin)
+	r, err := startRig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -79,10 +75,10 @@ func run(ctx context.Context, args []string) error {
 
 // startRig starts the origin behind the WAN emulator, with the data sets
 // written, and an empty tier on loopback, its data in a tmpfs too.
-func startRig(ctx context.Context, cfg config, bin string) (*rig, error) {
+func startRig(ctx context.Context, cfg config) (*rig, error) {
 	r := &rig{}
 	var err error
-	r.origin, err = epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: bin, Dir: filepath.Join(cfg.Work, "origin"),
+	r.origin, err = epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: cfg.MinIO, Dir: filepath.Join(cfg.Work, "origin"),
 		Bucket: originBucket, Sets: []dataset.Set{cfg.Small, cfg.Ckpt}, Proxy: cfg.Proxy,
 		Work: filepath.Join(cfg.Work, "nodes"), Tools: cfg.Tools})
 	if err != nil {
@@ -96,7 +92,7 @@ func startRig(ctx context.Context, cfg config, bin string) (*rig, error) {
 		return nil, err
 	}
 	r.unmountTier = unmount
-	if r.tier, err = servers.StartMinIO(ctx, bin, tierDir); err != nil {
+	if r.tier, err = servers.StartMinIO(ctx, cfg.MinIO, tierDir); err != nil {
 		r.close()
 		return nil, err
 	}
