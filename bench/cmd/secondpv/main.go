@@ -2,7 +2,7 @@
 // dataset" (issue 27): on a node where a first read-only volume (PV1)
 // already read a data set, how fast is a second volume of the same source
 // (PV2) on its first, cold epoch? The node plugin serves PV2 from PV1's
-// FUSE process (pkg/driver/node_share.go): PV2's staging path is a
+// FUSE process (pkg/driver/node_share.go): PV2's published target is a
 // read-only bind mount of PV1's mount, of the data set's directory for a
 // nested prefix. The scenario measures that (design B) against the other
 // way it could be built, a second FUSE process over the same cache (design

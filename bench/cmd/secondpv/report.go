@@ -123,7 +123,7 @@ func (rp *report) write() (string, error) {
 		rp.cfg.Command, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(),
 		rp.loadBefore, rp.loadAfter, p.TTFB, p.ConnBandwidth/1e6, p.TotalBandwidth/1e6)
 	b.WriteString("- **PV1 cold**: PV1's first epoch, empty cache, page cache dropped.\n" +
-		"- **PV2, bind of PV1's mount (B)**: what the node plugin builds (`pkg/driver/node_share.go`): PV2's staging path is a read-only bind mount " +
+		"- **PV2, bind of PV1's mount (B)**: what the node plugin builds (`pkg/driver/node_share.go`): PV2's published target (what its pod sees) is a read-only bind mount " +
 		"of the data set's directory of PV1's mount (a nested prefix), made by `supervisor.LinuxKernel.Bind`; PV1's process serves it. Its first epoch is PV2's cold epoch.\n" +
 		"- **PV1 warm**: PV1's next epochs: the denominator of the goal.\n" +
 		"- **PV2, a process of its own (A)**: the other design's stand-in: PV1's process unmounted, a new `csi-driver mount` process over PV1's " +

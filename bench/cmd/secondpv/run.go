@@ -74,18 +74,18 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 		return rows, err
 	}
 
-	// Design B: PV2's staging path is what the node plugin makes of it, a
+	// Design B: PV2's published target is what the node plugin makes of it, a
 	// read-only bind of the share's directory for PV2's prefix (here the
 	// data set's directory, nested in PV1's whole bucket).
 	kernel := supervisor.NewLinuxKernel()
-	staging := filepath.Join(p.cfg.Work, "pv2-staging")
-	if err := os.MkdirAll(staging, 0o750); err != nil {
+	target := filepath.Join(p.cfg.Work, "pv2-target")
+	if err := os.MkdirAll(target, 0o750); err != nil {
 		return rows, err
 	}
-	if err := kernel.Bind(ctx, filepath.Join(mnt, p.set.Name), staging, true); err != nil {
+	if err := kernel.Bind(ctx, filepath.Join(mnt, p.set.Name), target, true); err != nil {
 		return rows, err
 	}
-	defer func() { _ = kernel.Unmount(context.WithoutCancel(ctx), staging) }()
+	defer func() { _ = kernel.Unmount(context.WithoutCancel(ctx), target) }()
 	// The first epoch is PV2's with the page cache as PV1's cold epoch
 	// left it: a second team's pod on a node where the first one runs.
 	order := []step{{pv2B, false}, {pv1Warm, false}, {pv2B, true}, {pv1Warm, true}}
@@ -93,7 +93,7 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 		for _, s := range order {
 			root, inSetDir := mnt, false
 			if s.what == pv2B {
-				root, inSetDir = staging, true
+				root, inSetDir = target, true
 			}
 			r, err := p.measure(ctx, s.what, round, s.dropped, pv1.PID(), root, inSetDir)
 			rows = append(rows, r)
@@ -103,7 +103,7 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 		}
 		slices.Reverse(order) // what comes first in a round does not always come first
 	}
-	if err := kernel.Unmount(ctx, staging); err != nil {
+	if err := kernel.Unmount(ctx, target); err != nil {
 		return rows, err
 	}
 	if err := pv1.Unmount(ctx); err != nil {
