@@ -34,14 +34,22 @@ import (
 // apart while MinIO was stopped; the third process answered the resent
 // exclusive create EEXIST for the writer's own new file). A key older than
 // claimNoteAge is not carried on: the kernel resends within a takeover.
+// Keys no resent CREATE took within claimCarryWindow of the start (their
+// CREATE was answered just before the predecessor died), and all of them
+// at a clean unmount, are dropped with their notes.
 
 // claimNotePrefix starts the names of claim notes in WritesDir; the
 // staged-writes scan removes what does not parse as a staged file.
 const claimNotePrefix = "claim-"
 
 // claimNoteAge bounds how long an unanswered claim is carried from
-// process to process.
-const claimNoteAge = 2 * time.Minute
+// process to process; claimCarryWindow is how long a process waits for
+// the resent CREATEs of the claims it inherited (the kernel resends them
+// as soon as it serves).
+const (
+	claimNoteAge     = 2 * time.Minute
+	claimCarryWindow = 30 * time.Second
+)
 
 // noteClaim leaves the note of a claim of key in flight; the returned
 // function removes it.
@@ -109,6 +117,19 @@ func (f *FS) carryClaims(inherited map[string]time.Time) {
 	f.claims.keys = make(map[string]func(), len(inherited))
 	for key, at := range inherited {
 		f.claims.keys[key] = f.noteClaimAt(key, at)
+	}
+	if len(inherited) > 0 {
+		time.AfterFunc(claimCarryWindow, f.claims.dropAll)
+	}
+}
+
+// dropAll forgets the keys no resent CREATE took, and removes their notes.
+func (c *inheritedClaims) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, done := range c.keys {
+		done()
+		delete(c.keys, key)
 	}
 }
 

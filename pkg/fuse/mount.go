@@ -133,6 +133,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 	go func() {
 		server.Serve()
 		f.inodeReads.closeAll() // no RELEASE comes for them
+		f.claims.dropAll()      // unmounted: no CREATE is resent to a successor
 		close(m.done)
 	}()
 	go f.sweepUploads(m.done)
