@@ -31,10 +31,10 @@ type sample struct {
 	// min(4096, RLIMIT_NOFILE/4) per process (pkg/cache idle.go), so they
 	// grow with the objects read; the others should not.
 	FUSEDataFDs int64
-	FUSEProcs        int
-	Goroutines       int64 // the node plugin's (go_goroutines), -1 unknown
-	Mounts           int
-	Staged           int
+	FUSEProcs   int
+	Goroutines  int64 // the node plugin's (go_goroutines), -1 unknown
+	Mounts      int
+	Staged      int
 }
 
 // sampler measures every interval until stopped.
