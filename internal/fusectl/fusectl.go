@@ -19,12 +19,16 @@ import (
 const Dir = "/sys/fs/fuse/connections"
 
 // Abort aborts the FUSE connection of device dev (a mount's st_dev, or
-// its device number in the mount table), mounting the control file system
-// on Dir first if it is not mounted. It stays mounted, as on most systems.
+// its device number in the mount table). When the control file system is
+// not mounted on Dir, Abort mounts it for the write and unmounts it again,
+// so it leaves the machine's mount table as it found it.
 func Abort(dev uint64) error {
 	conn := filepath.Join(Dir, strconv.FormatUint(uint64(unix.Minor(dev)), 10))
 	if _, err := os.Stat(conn); errors.Is(err, os.ErrNotExist) {
-		if err := unix.Mount("fusectl", Dir, "fusectl", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		switch err := unix.Mount("fusectl", Dir, "fusectl", 0, ""); {
+		case err == nil:
+			defer func() { _ = unix.Unmount(Dir, 0) }()
+		case !errors.Is(err, unix.EBUSY): // EBUSY: mounted meanwhile
 			return fmt.Errorf("fusectl: mount the FUSE control file system on %s: %w", Dir, err)
 		}
 	}
