@@ -248,6 +248,26 @@ func (n *Node) volumeBinds(id string) []supervisor.Bind {
 	return out
 }
 
+// statWithin runs stat (os.Stat or os.Lstat) on path under the operation
+// timeout: on a hung FUSE mount it may block, and then ctx's error is
+// returned while the stat goes on in the background.
+func (n *Node) statWithin(ctx context.Context, path string, stat func(string) (os.FileInfo, error)) (os.FileInfo, error) {
+	ctx, cancel := n.opContext(ctx)
+	defer cancel()
+	type result struct {
+		fi  os.FileInfo
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { fi, err := stat(path); done <- result{fi, err} }()
+	select {
+	case r := <-done:
+		return r.fi, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("stat %s: %w", path, ctx.Err())
+	}
+}
+
 // opContext bounds one call into a FUSE mount.
 func (n *Node) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, n.cfg.OpTimeout)

@@ -173,14 +173,6 @@ func (n *Node) gone(ctx context.Context, path string) bool {
 	if _, err := n.kernel.MountDev(ctx, path); err == nil {
 		return false
 	}
-	done := make(chan error, 1)
-	go func() { _, err := os.Lstat(path); done <- err }() // may block on a hung FUSE mount
-	select {
-	case err := <-done:
-		return errors.Is(err, fs.ErrNotExist)
-	case <-ctx.Done():
-		return false
-	case <-time.After(n.cfg.OpTimeout):
-		return false
-	}
+	_, err := n.statWithin(ctx, path, os.Lstat) // a timeout is no ErrNotExist
+	return errors.Is(err, fs.ErrNotExist)
 }

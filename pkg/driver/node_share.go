@@ -398,22 +398,11 @@ func (n *Node) check(ctx context.Context, id string) (supervisor.Status, error) 
 
 // isDir checks, under the operation timeout, that path is a directory.
 func (n *Node) isDir(ctx context.Context, path string) error {
-	ctx, cancel := n.opContext(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { // may block on a hung FUSE mount
-		fi, err := os.Stat(path)
-		if err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is no directory", path)
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("stat %s: %w", path, ctx.Err())
+	fi, err := n.statWithin(ctx, path, os.Stat)
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is no directory", path)
 	}
+	return err
 }
 
 // shareBinds are the bind mounts the supervisor makes again after a

@@ -115,12 +115,17 @@ const remountGrace = 10 * time.Second
 // remount of its volume and ended within remountGrace of its heal.
 func inRemount(op opRecord, remounts []killAt) bool {
 	for _, r := range remounts {
-		until := r.healed.Add(remountGrace).UnixNano()
-		if op.Start < until && op.End > r.at.UnixNano() && op.End <= until {
+		if overlapsEndingBy(op, r.at, r.healed.Add(remountGrace)) {
 			return true
 		}
 	}
 	return false
+}
+
+// overlapsEndingBy reports whether op (or a run of failed ops) overlapped
+// [from, until] and ended by until.
+func overlapsEndingBy(op opRecord, from, until time.Time) bool {
+	return op.Start < until.UnixNano() && op.End > from.UnixNano() && op.End <= until.UnixNano()
 }
 
 // storeRestartGrace is how long after MinIO answered again a call that
@@ -139,8 +144,7 @@ func inStoreRestart(op opRecord, errText string, restarts []injected) bool {
 		return false
 	}
 	for _, r := range restarts {
-		until := r.End.Add(storeRestartGrace).UnixNano()
-		if op.Start < until && op.End > r.Start.UnixNano() && op.End <= until {
+		if overlapsEndingBy(op, r.Start, r.End.Add(storeRestartGrace)) {
 			return true
 		}
 	}

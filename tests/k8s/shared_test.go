@@ -3,7 +3,6 @@
 package k8s
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -126,8 +125,7 @@ sleep 3600`
 // plugins/kubernetes.io/csi/<driver>/<sha256 of the handle>), which
 // kubelet removes once NodeUnstageVolume succeeded.
 func stagedOn(node, handle string) bool {
-	sum := sha256.Sum256([]byte(handle))
-	dir := fmt.Sprintf("%s/plugins/kubernetes.io/csi/basin.csi.dev/%x", env.KubeletDir, sum)
+	dir := fmt.Sprintf("%s/plugins/kubernetes.io/csi/basin.csi.dev/%s", env.KubeletDir, digest(handle))
 	_, err := nodeExecErr(node, "test", "-e", dir+"/vol_data.json")
 	return err == nil
 }
