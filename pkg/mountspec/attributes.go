@@ -85,5 +85,8 @@ func (s Spec) checkAttributes() []error {
 	if s.Project != "" && s.Backend != objstore.BackendGCS {
 		bad("%s: only the gcs backend uses it", KeyProject)
 	}
+	if s.SharedCacheRegion != "" && s.SharedCache == "" {
+		bad("%s: only a volume with %s uses it", KeySharedCacheRegion, KeySharedCache)
+	}
 	return errs
 }

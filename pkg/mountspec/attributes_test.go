@@ -51,6 +51,18 @@ func TestParseAttributesValues(t *testing.T) {
 			return ok && cfg.Endpoint == "http://127.0.0.1:9000" && cfg.Bucket == "tier" && prefix == "team-a/" && cfg.PathStyle && cfg.MaxAttempts == 1
 		}},
 		{"no shared cache", map[string]string{}, func(s Spec) bool { _, _, ok := s.SharedCacheConfig(); return !ok }},
+		{"shared cache on Amazon S3", map[string]string{KeySharedCache: "s3://tier-1/team-a", KeyRegion: "eu-west-1"}, func(s Spec) bool {
+			cfg, prefix, ok := s.SharedCacheConfig()
+			return ok && cfg.Endpoint == "" && cfg.Bucket == "tier-1" && prefix == "team-a/" && !cfg.PathStyle && cfg.Region == "eu-west-1"
+		}},
+		{"shared cache in S3 Express One Zone", map[string]string{KeySharedCache: "s3://tier--usw2-az1--x-s3", KeySharedCacheRegion: "us-west-2", KeyBackend: "gcs"}, func(s Spec) bool {
+			cfg, prefix, ok := s.SharedCacheConfig()
+			return ok && cfg.Bucket == "tier--usw2-az1--x-s3" && prefix == "" && !cfg.PathStyle && cfg.Region == "us-west-2"
+		}},
+		{"shared cache region wins", map[string]string{KeySharedCache: "http://127.0.0.1:9000/tier", KeyRegion: "eu-west-1", KeySharedCacheRegion: "us-east-2"}, func(s Spec) bool {
+			cfg, _, _ := s.SharedCacheConfig()
+			return cfg.Region == "us-east-2" && cfg.PathStyle
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,6 +122,11 @@ func TestParseAttributesErrors(t *testing.T) {
 		{"shared cache without bucket", map[string]string{KeySharedCache: "http://minio:9000/"}, []string{KeySharedCache, "bucket"}},
 		{"shared cache bad bucket", map[string]string{KeySharedCache: "http://minio:9000/a"}, []string{KeySharedCache, "bucket"}},
 		{"shared cache with user", map[string]string{KeySharedCache: "http://k:s@minio:9000/tier"}, []string{KeySharedCache, "secret"}},
+		{"shared cache s3 with port", map[string]string{KeySharedCache: "s3://tier:443/x"}, []string{KeySharedCache, "s3://bucket[/prefix]"}},
+		{"shared cache other scheme", map[string]string{KeySharedCache: "gs://tier/x"}, []string{KeySharedCache, "s3://bucket[/prefix]"}},
+		{"shared cache s3 bad bucket", map[string]string{KeySharedCache: "s3://a"}, []string{KeySharedCache, "bucket"}},
+		{"shared cache region without tier", map[string]string{KeySharedCacheRegion: "us-west-2"}, []string{KeySharedCacheRegion, KeySharedCache}},
+		{"shared cache region bad", map[string]string{KeySharedCache: "s3://tier", KeySharedCacheRegion: "US_WEST"}, []string{KeySharedCacheRegion, "lower-case"}},
 		{"shared cache dotdot", map[string]string{KeySharedCache: "http://minio:9000/tier/../x"}, []string{KeySharedCache, "prefix"}},
 	}
 	for _, c := range cases {

@@ -74,9 +74,14 @@ const (
 	KeyRcloneLinks = "rcloneLinks"
 	// KeySharedCache is the shared cache tier, an S3-compatible bucket
 	// near the compute that the nodes read blocks from before the origin:
-	// http(s)://host[:port]/bucket[/prefix]. Its credentials are the
-	// secret's sharedCacheAccessKeyID and sharedCacheSecretAccessKey.
+	// http(s)://host[:port]/bucket[/prefix] or s3://bucket[/prefix]. Its
+	// credentials are the secret's sharedCacheAccessKeyID and
+	// sharedCacheSecretAccessKey.
 	KeySharedCache = "sharedCache"
+	// KeySharedCacheRegion is the shared cache tier's signing region when
+	// it differs from region (an S3 Express One Zone bucket of another
+	// region than the origin's, a tier beside a GCS origin).
+	KeySharedCacheRegion = "sharedCacheRegion"
 )
 
 // AttributeKeys returns the keys of the mount settings a volume attribute

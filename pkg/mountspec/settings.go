@@ -89,8 +89,10 @@ func settings() []setting {
 			format: func(s Spec) string { return strings.Join(s.MountOptions, ",") }, check: checkMountOptions},
 		boolSetting(KeyRcloneLinks, "symbolic links as rclone --links stores them: object NAME.rclonelink, whose body is the target, is the link NAME",
 			func(s *Spec) *bool { return &s.RcloneLinks }),
-		textSetting(KeySharedCache, true, "shared cache tier read before the bucket: an S3-compatible `URL` http(s)://host[:port]/bucket[/prefix] (credentials: $BASIN_SHARED_CACHE_ACCESS_KEY_ID and $BASIN_SHARED_CACHE_SECRET_ACCESS_KEY, or the default chain)",
+		textSetting(KeySharedCache, true, "shared cache tier read before the bucket: an S3-compatible `URL` http(s)://host[:port]/bucket[/prefix] (path-style) or s3://bucket[/prefix] (Amazon S3, S3 Express One Zone; virtual-hosted) (credentials: $BASIN_SHARED_CACHE_ACCESS_KEY_ID and $BASIN_SHARED_CACHE_SECRET_ACCESS_KEY, or the default chain)",
 			func(s *Spec) *string { return &s.SharedCache }, CheckSharedCache),
+		textSetting(KeySharedCacheRegion, true, "signing `region` of the shared cache tier; default: the region setting",
+			func(s *Spec) *string { return &s.SharedCacheRegion }, CheckRegion),
 	}
 }
 

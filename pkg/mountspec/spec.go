@@ -88,9 +88,12 @@ type Spec struct {
 
 	// SharedCache is "" (none) or the shared cache tier:
 	// http(s)://host[:port]/bucket[/prefix], an S3-compatible bucket
-	// addressed path-style (SharedCacheConfig). Its credentials are the
-	// volume secret's sharedCache* keys, never here.
+	// addressed path-style, or s3://bucket[/prefix], a bucket of Amazon S3
+	// addressed as its SDK does (SharedCacheConfig). Its credentials are
+	// the volume secret's sharedCache* keys, never here.
 	SharedCache string `json:"sharedCache,omitempty"`
+	// SharedCacheRegion is the tier's signing region; "" means Region.
+	SharedCacheRegion string `json:"sharedCacheRegion,omitempty"`
 }
 
 // Defaults of a mount, written in internal/mountdefaults (see there why).
@@ -182,20 +185,29 @@ func (s Spec) StoreConfig() objstore.Config {
 // tier and the key prefix of its objects ("" or ending in "/"); ok is
 // false without one. Every request of the tier has its own short timeout
 // and no retry: a tier that does not answer at once is a miss, not a wait.
+// An http(s) tier is addressed path-style at its endpoint; an s3:// tier
+// has no endpoint, so the SDK addresses it virtual-hosted at Amazon S3's
+// endpoints of its region (SharedCacheRegion, else Region), and for a
+// directory bucket of S3 Express One Zone (a name ending in --x-s3) at
+// its zone's endpoint with the session authentication it requires.
 func (s Spec) SharedCacheConfig() (cfg objstore.Config, prefix string, ok bool) {
 	if s.SharedCache == "" {
 		return objstore.Config{}, "", false
 	}
-	u, bucket, prefix, err := splitSharedCache(s.SharedCache)
+	endpoint, bucket, prefix, err := splitSharedCache(s.SharedCache)
 	if err != nil {
 		return objstore.Config{}, "", false // Validate refuses it
+	}
+	region := s.SharedCacheRegion
+	if region == "" {
+		region = s.Region
 	}
 	return objstore.Config{
 		Backend:        objstore.BackendS3,
 		Bucket:         bucket,
-		Endpoint:       u,
-		Region:         s.Region,
-		PathStyle:      true,
+		Endpoint:       endpoint,
+		Region:         region,
+		PathStyle:      endpoint != "",
 		RequestTimeout: SharedCacheOpTimeout,
 		MaxAttempts:    1,
 		// A small object (up to 8 MiB) is one tier object with its

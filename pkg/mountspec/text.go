@@ -126,19 +126,22 @@ func CheckEndpoint(v string) error {
 	return nil
 }
 
-// CheckSharedCache accepts http(s)://host[:port]/bucket[/prefix] without
-// credentials, query or fragment; bucket is an S3 bucket name.
+// CheckSharedCache accepts http(s)://host[:port]/bucket[/prefix] or
+// s3://bucket[/prefix] without credentials, query or fragment; bucket is
+// an S3 bucket name.
 func CheckSharedCache(v string) error {
 	_, _, _, err := splitSharedCache(v)
 	return err
 }
 
 // splitSharedCache splits a sharedCache URL into the endpoint, the bucket
-// and the key prefix ("" or ending in "/").
+// and the key prefix ("" or ending in "/"). An s3:// URL names a bucket
+// of Amazon S3 itself: the endpoint is "" (the SDK's own endpoints,
+// virtual-hosted, S3 Express One Zone directory buckets included).
 func splitSharedCache(v string) (endpoint, bucket, prefix string, err error) {
-	const want = "want http(s)://host[:port]/bucket[/prefix]"
+	const want = "want http(s)://host[:port]/bucket[/prefix] (path-style) or s3://bucket[/prefix] (Amazon S3)"
 	u, perr := url.Parse(v)
-	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if perr != nil || u.Host == "" {
 		return "", "", "", errors.New(want)
 	}
 	if u.User != nil {
@@ -148,19 +151,30 @@ func splitSharedCache(v string) (endpoint, bucket, prefix string, err error) {
 		return "", "", "", errors.New("no query or fragment allowed")
 	}
 	rest := strings.TrimPrefix(u.Path, "/")
-	bucket, p, _ := strings.Cut(rest, "/")
+	switch u.Scheme {
+	case "http", "https":
+		endpoint = u.Scheme + "://" + u.Host
+		bucket, rest, _ = strings.Cut(rest, "/")
+	case "s3":
+		if u.Port() != "" {
+			return "", "", "", errors.New(want)
+		}
+		bucket = u.Host
+	default:
+		return "", "", "", errors.New(want)
+	}
 	if bucket == "" {
 		return "", "", "", fmt.Errorf("no bucket: %s", want)
 	}
 	if err := checkBucket(objstore.BackendS3, bucket); err != nil {
 		return "", "", "", fmt.Errorf("bucket %q: %w", bucket, err)
 	}
-	if p != "" {
-		if prefix, err = CleanPrefix(p); err != nil {
-			return "", "", "", fmt.Errorf("prefix %q: %w", p, err)
+	if rest != "" {
+		if prefix, err = CleanPrefix(rest); err != nil {
+			return "", "", "", fmt.Errorf("prefix %q: %w", rest, err)
 		}
 	}
-	return u.Scheme + "://" + u.Host, bucket, prefix, nil
+	return endpoint, bucket, prefix, nil
 }
 
 // CheckRegion accepts region and location names: lower-case letters,

@@ -30,7 +30,7 @@ const (
 type Volume struct {
 	// Name names the volume in logs (the PersistentVolume's name).
 	Name string
-	// Spec is the volume's mount spec: its SharedCache and Region.
+	// Spec is the volume's mount spec: its SharedCache, SharedCacheRegion and Region.
 	Spec mountspec.Spec
 	// Credentials are the tier's (zero: the default chain).
 	Credentials objstore.Credentials

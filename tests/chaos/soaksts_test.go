@@ -19,6 +19,11 @@ import (
 // keeps the old key valid until every node has the new one.
 type stsIssuer struct{ srv *testserver.Server }
 
+// assumeRetryFor bounds assume's retries: longer than a MinIO restart
+// takes with every core busy (a restart under three soaks' load refused
+// connections for more than the 12 s that six tries had covered).
+const assumeRetryFor = 2 * time.Minute
+
 // assume returns a new set of credentials, retrying while MinIO is paused
 // or restarting.
 func (s stsIssuer) assume(ctx context.Context) (objstore.Credentials, error) {
@@ -30,7 +35,7 @@ func (s stsIssuer) assume(ctx context.Context) (objstore.Credentials, error) {
 		}),
 	})
 	var last error
-	for range 6 {
+	for deadline := time.Now().Add(assumeRetryFor); time.Now().Before(deadline); {
 		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		out, err := c.AssumeRole(actx, &sts.AssumeRoleInput{
 			RoleArn: aws.String("arn:minio:iam:::role/soak"), RoleSessionName: aws.String("soak"),
