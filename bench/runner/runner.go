@@ -96,7 +96,11 @@ func (s *session) run(ctx context.Context) {
 			break
 		}
 		if len(s.r.cfg.Scenarios) > 0 && !slices.Contains(s.r.cfg.Scenarios, i+1) {
-			s.skip(i + 1)
+			s.skip(i+1, "not selected (-scenarios)")
+			continue
+		}
+		if writes[i+1] && sut.ReadsOnly(s.sys) {
+			s.skip(i+1, "a read-only mount")
 			continue
 		}
 		b(ctx)
@@ -152,12 +156,17 @@ func (s *session) unmount(ctx context.Context) error {
 }
 
 // fail marks phases as failed without running them.
-// skip marks the cells of scenario n not selected (Config.Scenarios).
-func (s *session) skip(n int) {
+// writes are the scenarios that change the bucket (write, create): n/a
+// for a read-only system.
+var writes = map[int]bool{5: true, 7: true}
+
+// skip marks the cells of scenario n n/a for reason (not selected by
+// Config.Scenarios, or a read-only system's writes).
+func (s *session) skip(n int, reason string) {
 	prefix := strconv.Itoa(n) + ". "
 	for _, d := range rowDefs(s.r.cfg) {
 		if strings.HasPrefix(d.scenario, prefix) {
-			s.cells[d.id] = report.Cell{Status: report.NA, Reason: "not selected (-scenarios)"}
+			s.cells[d.id] = report.Cell{Status: report.NA, Reason: reason}
 		}
 	}
 }

@@ -215,6 +215,36 @@ func TestRunSelectedScenarios(t *testing.T) {
 	}
 }
 
+// TestReadOnlySystemSkipsWrites: a read-only system (basin-kernel) plays
+// the reading scenarios; the writing ones (5, 7) are n/a, not failed.
+func TestReadOnlySystemSkipsWrites(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scenarios = []int{1, 5, 7}
+	root := t.TempDir()
+	populate(t, cfg, root)
+	fake := suttest.New("ro", root, sut.BackendLocal)
+	fake.SetReadOnly()
+	var l hookLog
+	r, err := New(cfg, hooks(&l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := r.Run(context.Background(), []sut.System{fake})
+	for i, d := range rowDefs(cfg) {
+		c := rows[i].Cells["ro"]
+		want := report.NA
+		if strings.HasPrefix(d.scenario, "1. ") {
+			want = report.OK
+		}
+		if c.Status != want {
+			t.Errorf("%s: %s (%s), want %s", d.id, c.Status, c.Reason, want)
+		}
+		if (d.id == writeWrite || d.id == createWrite) && !strings.Contains(c.Reason, "read-only") {
+			t.Errorf("%s: reason %q, want it to say read-only", d.id, c.Reason)
+		}
+	}
+}
+
 // TestRunClient plays the scenarios on a system without a file system
 // (the direct client's workloads against the directory as a bucket): the
 // cold phases' reads and writes run, with the CPU time of its process;

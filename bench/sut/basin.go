@@ -25,13 +25,22 @@ func NewBasinNoPrefetch(env Env, bin string) System {
 	return newBasin("basin-noprefetch", env, bin, "--prefetch=false")
 }
 
+// NewBasinKernel is NewBasin mounted read-only with kernel opens
+// (--read-only --open-mode kernel), named basin-kernel: the open mode
+// measured against the default in one run. Its writing phases are n/a.
+func NewBasinKernel(env Env, bin string) System {
+	s := newBasin("basin-kernel", env, bin, "--read-only", "--open-mode", "kernel")
+	s.r.readOnly = true
+	return s
+}
+
 // NewBasinNamed is NewBasin under another column name, for an A/B of two
 // binaries in one run (basin-bench -basin-b).
 func NewBasinNamed(env Env, name, bin string, extra ...string) System {
 	return newBasin(name, env, bin, extra...)
 }
 
-func newBasin(name string, env Env, bin string, extra ...string) System {
+func newBasin(name string, env Env, bin string, extra ...string) *fuseSystem {
 	return newFuseSystem(env, recipe{
 		name:        name,
 		backend:     BackendS3,

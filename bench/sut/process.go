@@ -41,6 +41,9 @@ type recipe struct {
 	// note completes Describe with what is not in argv (config files,
 	// where the credentials come from), without secrets.
 	note string
+	// readOnly: the mount refuses changes, so the runner gives the
+	// writing phases n/a.
+	readOnly bool
 }
 
 // fuseSystem runs a FUSE daemon in the foreground as a child process.
@@ -109,6 +112,7 @@ func newFuseSystem(env Env, r recipe) *fuseSystem {
 
 func (s *fuseSystem) Name() string     { return s.r.name }
 func (s *fuseSystem) Backend() Backend { return s.r.backend }
+func (s *fuseSystem) ReadsOnly() bool  { return s.r.readOnly }
 
 // binary resolves the recipe's binary.
 func (s *fuseSystem) binary() (string, error) {

@@ -72,3 +72,10 @@ type System interface {
 	// DropCache deletes the persistent cache; call it while unmounted.
 	DropCache() error
 }
+
+// ReadsOnly reports whether sys mounts read-only (it implements
+// ReadsOnly() returning true): its writing phases are n/a.
+func ReadsOnly(sys System) bool {
+	r, ok := sys.(interface{ ReadsOnly() bool })
+	return ok && r.ReadsOnly()
+}

@@ -22,9 +22,10 @@ import (
 func allSystems() []string { return []string{"basin", "rclone", "s3fs", "gcsfuse", "direct", "local"} }
 
 // extraSystems are systems -systems accepts that the default leaves out:
-// basin-noprefetch, Basin with directory prefetch off, and basin-b, the
-// -basin-b binary.
-func extraSystems() []string { return []string{"basin-noprefetch", "basin-b"} }
+// basin-noprefetch, Basin with directory prefetch off; basin-kernel,
+// Basin read-only with kernel opens (its writing phases n/a); and
+// basin-b, the -basin-b binary.
+func extraSystems() []string { return []string{"basin-noprefetch", "basin-kernel", "basin-b"} }
 
 // config is the command's typed configuration.
 type config struct {

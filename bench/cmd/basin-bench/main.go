@@ -129,6 +129,8 @@ func systems(cfg config, env *environment) []sut.System {
 			s = sut.NewBasinNamed(se, "basin-b", cfg.basinBBin)
 		case "basin-noprefetch":
 			s = sut.NewBasinNoPrefetch(se, cfg.basinBin)
+		case "basin-kernel":
+			s = sut.NewBasinKernel(se, cfg.basinBin)
 		case "rclone":
 			s = sut.NewRclone(se)
 		case "s3fs":

@@ -20,6 +20,7 @@ type Fake struct {
 	// guarded by mu
 	unavailable error
 	mountErr    error
+	readOnly    bool
 	mounted     bool
 	mounts      int
 	unmounts    int
@@ -36,6 +37,20 @@ func (f *Fake) SetUnavailable(why string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unavailable = fmt.Errorf("%w: %s", sut.ErrUnavailable, why)
+}
+
+// SetReadOnly makes the fake a read-only system (sut.ReadsOnly).
+func (f *Fake) SetReadOnly() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readOnly = true
+}
+
+// ReadsOnly reports whether SetReadOnly was called.
+func (f *Fake) ReadsOnly() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readOnly
 }
 
 // SetMountError makes every later Mount fail with err (nil clears it).
