@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 )
 
 // NodeGetVolumeStats reports the cache's capacity and use as the volume's
@@ -40,6 +41,12 @@ func (n *Node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 	st, err := n.kernel.Statfs(sctx, path)
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("%w: volume %s: %w", ErrPrecondition, id, err))
+	}
+	if st.Type != unix.FUSE_SUPER_MAGIC {
+		// The broken mount was taken off and its successor is not in
+		// place yet (a heal, a take-back): the path is a plain directory,
+		// whose figures are its file system's, not the volume's.
+		return nil, toStatus(fmt.Errorf("%w: volume %s: %s is not mounted (the volume is being remounted)", ErrPrecondition, id, path))
 	}
 	bsize := int64(st.Bsize)
 	return &csi.NodeGetVolumeStatsResponse{

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -178,6 +179,21 @@ func TestNodePublishRules(t *testing.T) {
 		_, err := n.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "rwop", VolumePath: "some/path"})
 		return err
 	}(), codes.NotFound)
+
+	// While a heal has taken the broken mount off and not yet put its
+	// successor in place, the path is a plain directory: its figures are
+	// not the volume's, and the volume is not usable.
+	if err := os.MkdirAll(filepath.Join(dir, "b"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Unmount(ctx, filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "rwop", VolumePath: filepath.Join(dir, "b")})
+	wantCode(t, "stats of a target whose mount is off", err, codes.FailedPrecondition)
+	if err == nil || !strings.Contains(err.Error(), "not mounted") {
+		t.Errorf("stats of a target whose mount is off: %v, want it to say not mounted", err)
+	}
 }
 
 func TestNodeHealthReportsHeal(t *testing.T) {

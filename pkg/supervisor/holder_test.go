@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,6 +255,42 @@ func TestStageWaitsForAHolderStartingLate(t *testing.T) {
 	mnt, _ := f.kernel.Mounted(req.StagingPath)
 	if e, ok := h.entry(req.VolumeID); !ok || e.Dev != mnt.Dev {
 		t.Fatalf("when Stage returned the holder held %+v (%v), want the mount's connection (dev %d)", e, ok, mnt.Dev)
+	}
+}
+
+// TestTakeoverOutlastsAKillStorm: successors killed while they start,
+// five in a row over more than takeoverAttempts, do not end in a remount
+// while TakeoverPatience lasts: the sixth takes the held connection over,
+// and the first mount is kept (pods waited; no call failed).
+func TestTakeoverOutlastsAKillStorm(t *testing.T) {
+	h := newHolder(t)
+	k := supervisortest.NewKernel()
+	req := request()
+	crashedPlugin(t, h, k, req)
+	held, _ := h.entry(req.VolumeID)
+
+	second := newFixture(t, withHolder(h, k), func(c *supervisor.Config) { c.TakeoverPatience, c.ReadyTimeout = 30*time.Second, 30*time.Second })
+	var mu sync.Mutex
+	killed := 0
+	second.runner.OnStart = func(p *supervisortest.Process) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if containsRun(p.Spec.Args, []string{"--resume"}) && killed < 5 {
+			killed++
+			return errors.New("killed while starting")
+		}
+		return nil
+	}
+	if err := second.m.Stage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fuse, binds := k.Counts(); killed != 5 || fuse != 1 || binds != 0 {
+		t.Errorf("killed %d; %d FUSE mounts and %d binds, want 5 killed and the first mount kept", killed, fuse, binds)
+	}
+	if e, _ := h.entry(req.VolumeID); e != held {
+		t.Errorf("held %+v, want the first connection %+v", e, held)
 	}
 }
 

@@ -123,6 +123,11 @@ type Config struct {
 	LogLines int
 	// MaxHealBackoff caps the wait between failed heals (default 30s).
 	MaxHealBackoff time.Duration
+	// TakeoverPatience is how long a takeover keeps starting successors
+	// whose predecessors died before serving, while the kernel still holds
+	// the connection, before it falls back to a remount (default 60s; at
+	// least takeoverAttempts successors either way).
+	TakeoverPatience time.Duration
 	// ReadAhead is the kernel read-ahead of the mounts (default
 	// bdi.DefaultReadAhead; negative: the kernel's own, 128 KiB).
 	ReadAhead int64
@@ -158,6 +163,7 @@ func (c Config) withDefaults() Config {
 	def(&c.CheckTimeout, 10*time.Second)
 	def(&c.StopTimeout, 10*time.Second)
 	def(&c.MaxHealBackoff, 30*time.Second)
+	def(&c.TakeoverPatience, 60*time.Second)
 	if c.LogLines <= 0 {
 		c.LogLines = 50
 	}

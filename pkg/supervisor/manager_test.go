@@ -44,7 +44,7 @@ func newFixture(t *testing.T, opts ...func(*supervisor.Config)) *fixture {
 			return slices.Clone(f.binds)
 		},
 		ReadyTimeout: 2 * time.Second, CheckInterval: 20 * time.Millisecond, CheckTimeout: 50 * time.Millisecond,
-		StopTimeout: time.Second, MaxHealBackoff: 50 * time.Millisecond,
+		StopTimeout: time.Second, MaxHealBackoff: 50 * time.Millisecond, TakeoverPatience: 500 * time.Millisecond,
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -9,9 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fuseSuperMagic is statfs's f_type of every FUSE file system.
-const fuseSuperMagic = 0x65735546
-
 // uncapped is the capacity a Basin mount reports for a cache without a
 // size cap (pkg/fuse: 1 PiB); anything this large is treated as no cap.
 const uncapped = 1 << 50
@@ -50,7 +47,7 @@ type CacheReport struct {
 // mount.
 func cacheUsage(path string) (CacheUsage, bool) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil || st.Type != fuseSuperMagic || !onBasin(path) {
+	if err := unix.Statfs(path, &st); err != nil || st.Type != unix.FUSE_SUPER_MAGIC || !onBasin(path) {
 		return CacheUsage{}, false
 	}
 	bs := st.Bsize

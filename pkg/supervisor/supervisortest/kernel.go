@@ -116,17 +116,24 @@ func (k *Kernel) Bind(_ context.Context, source, target string, readOnly bool) e
 	return nil
 }
 
-// Statfs implements supervisor.Kernel with fixed figures.
+// Statfs implements supervisor.Kernel with fixed figures of a FUSE file
+// system. As the kernel does, a directory nothing is mounted on answers
+// with its own file system's figures (a tmpfs here).
 func (k *Kernel) Statfs(_ context.Context, path string) (unix.Statfs_t, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.mounts[path]; !ok {
-		return unix.Statfs_t{}, fmt.Errorf("supervisortest: %s not mounted", path)
+		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+			return unix.Statfs_t{}, fmt.Errorf("supervisortest: %s not mounted", path)
+		}
+		return unix.Statfs_t{Type: unix.TMPFS_MAGIC, Bsize: 4096, Blocks: 1 << 20, Bfree: 1 << 19, Bavail: 1 << 19, Files: 1 << 16, Ffree: 1 << 15}, nil
 	}
 	if k.health[path] != Healthy {
 		return unix.Statfs_t{}, fmt.Errorf("%w: %s", supervisor.ErrBroken, path)
 	}
-	return k.statfs, nil
+	st := k.statfs
+	st.Type = unix.FUSE_SUPER_MAGIC
+	return st, nil
 }
 
 // MountDev implements supervisor.Kernel.
