@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"syscall"
+	"time"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -21,7 +22,8 @@ import (
 // of a pinned inode take the inherited mode (passthrough on the inherited
 // backing ID, or never passthrough: the file system asks Session.Pinned
 // before it chooses passthrough), and writers of an inode pinned to
-// passthrough get ETXTBSY, until the last of those opens is released.
+// passthrough wait up to pinReleaseWait for the last of those opens to be
+// released, and get ETXTBSY while one is still open.
 // Other inodes are served as by a fresh process.
 
 // ioMode is the kernel's I/O mode of an open file.
@@ -47,9 +49,10 @@ func modeOf(out *gofuse.OpenOut) ioMode {
 // pin is an inode with open files of another process: its opens keep
 // that I/O mode until n reaches 0.
 type pin struct {
-	pt      bool  // passthrough (else the page cache)
-	backing int32 // the inherited backing ID when pt
-	n       int   // open files in that mode, inherited and our own
+	pt      bool          // passthrough (else the page cache)
+	backing int32         // the inherited backing ID when pt
+	n       int           // open files in that mode, inherited and our own
+	gone    chan struct{} // closed when the last of them is released
 }
 
 // inherit pins the inodes with open files of predecessors (a resumed
@@ -58,7 +61,7 @@ func (s *sessionFS) inherit(opens map[uint64]ioCount) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ino, c := range opens {
-		s.pins[ino] = &pin{pt: c.pt > 0, backing: c.backing, n: int(c.pt + c.cached)}
+		s.pins[ino] = &pin{pt: c.pt > 0, backing: c.backing, n: int(c.pt + c.cached), gone: make(chan struct{})}
 	}
 }
 
@@ -110,6 +113,7 @@ func (s *sessionFS) unpin(ino uint64) {
 	last := p.n <= 0
 	if last {
 		delete(s.pins, ino)
+		close(p.gone)
 	}
 	s.mu.Unlock()
 	if last && p.pt && s.unregister != nil {
@@ -117,6 +121,38 @@ func (s *sessionFS) unpin(ino uint64) {
 	}
 	if last {
 		s.hooks.Orphaned(ino)
+	}
+}
+
+// pinReleaseWait bounds a writer's wait for the inherited passthrough
+// opens of its inode to be released, as pkg/fuse's ptReleaseWait does
+// for a process's own: a read handle's RELEASE is asynchronous, so a
+// program that read a file, closed it and opens it to append finds its
+// read still open for a moment, and after a takeover that open is an
+// inherited one (make soak: an append refused with ETXTBSY 45 ms after
+// a FUSE process's kill, twice in an hour).
+const pinReleaseWait = time.Second
+
+// writes reports whether open flags make a writer of the file.
+func writes(flags uint32) bool {
+	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
+}
+
+// awaitUnpinned returns once ino has no inherited passthrough open, or
+// after pinReleaseWait. Like the file system's own wait, it ignores the
+// request's interrupt.
+func (s *sessionFS) awaitUnpinned(ino uint64) {
+	s.mu.Lock()
+	p := s.pins[ino]
+	s.mu.Unlock()
+	if p == nil || !p.pt {
+		return
+	}
+	t := time.NewTimer(pinReleaseWait)
+	defer t.Stop()
+	select {
+	case <-p.gone:
+	case <-t.C:
 	}
 }
 
@@ -137,7 +173,7 @@ func (s *sessionFS) opened(cancel <-chan struct{}, st gofuse.Status, h *gofuse.I
 	if s.resumed {
 		s.mu.Lock()
 		p := s.pins[ino]
-		if p != nil && p.pt && (flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0) {
+		if p != nil && p.pt && writes(flags) {
 			s.mu.Unlock()
 			s.RawFileSystem.Release(cancel, &gofuse.ReleaseIn{InHeader: *h, Fh: out.Fh, Flags: flags})
 			return gofuse.Status(syscall.ETXTBSY)

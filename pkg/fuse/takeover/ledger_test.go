@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
@@ -221,5 +222,27 @@ func TestLegacyLedgerReplayed(t *testing.T) {
 	want := map[uint64]ioCount{10: {pt: 2, backing: 5}, 11: {cached: 1}}
 	if len(inherited) != len(want) || inherited[10] != want[10] || inherited[11] != want[11] {
 		t.Errorf("inherited %+v, want %+v", inherited, want)
+	}
+}
+
+// TestWriterWaitsForInheritedRelease: a writer's open of an inode pinned
+// to passthrough waits for the inherited open's RELEASE (asynchronous:
+// the program closed its reader just before) and then succeeds.
+func TestWriterWaitsForInheritedRelease(t *testing.T) {
+	predecessor, _ := newTestFS(t, &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}, false)
+	inner := &rawStub{RawFileSystem: gofuse.NewDefaultRawFileSystem()}
+	s, _ := newTestFS(t, inner, true)
+	s.inherit(map[uint64]ioCount{10: {pt: 1, backing: 5}})
+	s.unregister = func(int32) {}
+	inheritedFh := predecessor.epoch | uint64(modePassthrough)<<fhModeShift | 7
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		release(s, 10, inheritedFh)
+	}()
+	if _, st := open(t, s, 10, syscall.O_WRONLY|syscall.O_APPEND); !st.Ok() {
+		t.Fatalf("writer after the inherited reader's release: %v, want it opened", st)
+	}
+	if s.pinned(10) {
+		t.Error("still pinned after the inherited release")
 	}
 }

@@ -141,6 +141,9 @@ func (s *sessionFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.
 	if st := s.node(&in.InHeader, in.NodeId); !st.Ok() {
 		return st
 	}
+	if s.resumed && writes(in.Flags) {
+		s.awaitUnpinned(in.NodeId)
+	}
 	st := s.RawFileSystem.Open(cancel, in, out)
 	return s.opened(cancel, st, &in.InHeader, in.NodeId, in.Flags, out, true)
 }
