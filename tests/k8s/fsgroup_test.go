@@ -30,8 +30,9 @@ sleep 3600`,
 
 // TestFSGroup is scenario 6: a pod with securityContext.fsGroup running as
 // a non-root user reads and writes its volume, and mounting a 20,000-file
-// dataset takes no longer than a 10-file one: kubelet leaves the group to
-// the driver (VOLUME_MOUNT_GROUP) instead of walking the tree.
+// dataset lists and changes no more of the bucket than a 10-file one:
+// kubelet leaves the group to the driver (VOLUME_MOUNT_GROUP) instead of
+// walking the tree.
 func TestFSGroup(t *testing.T) {
 	scenario(t, "fsgroup")
 	ns := namespace(t, "e2e-fsgroup")
@@ -49,9 +50,18 @@ func TestFSGroup(t *testing.T) {
 		// One node for both, so that the two mount times compare.
 		p.Node = env.Nodes[0]
 		begin := time.Now()
+		lists0, changes0 := bucketRequests(t, "e2e-fsgroup", "ListObjectsV2"), bucketChanges(t, "e2e-fsgroup")
 		runPod(t, ns, p)
 		waitLog(t, ns, p.Name, "READY", 5*time.Minute)
 		took[c] = time.Since(begin)
+		lists, changes := bucketRequests(t, "e2e-fsgroup", "ListObjectsV2")-lists0, bucketChanges(t, "e2e-fsgroup")-changes0
+		t.Logf("%s: %v listings and %v object writes (copies, puts) until the pod ran", c, lists, changes)
+		// A walk of the tree by kubelet (a recursive chown and chmod to
+		// the fsGroup) lists the 20,000 files in 20 pages and changes each
+		// one's metadata: a copy per file.
+		if lists >= 10 || changes >= 50 {
+			t.Errorf("%s: %v listings and %v object writes while the pod started: kubelet walks the tree", c, lists, changes)
+		}
 		log := kubectl(t, "-n", ns, "logs", p.Name)
 		if got, want := logValue(log, "read"), "written-by-1000"; got != want {
 			t.Errorf("%s read back %q, want %q", p.Name, got, want)
@@ -67,9 +77,15 @@ func TestFSGroup(t *testing.T) {
 			t.Errorf("%s: the object %s holds something else than the pod wrote", p.Name, key)
 		}
 	}
+	// Logged, not judged: on a loaded machine the second pod's start took
+	// 11.5 s against 5.2 s without any walk.
 	small, large := took["e2e-fsgroup-small"], took["e2e-fsgroup-large"]
 	t.Logf("pod ready: 10 files %v, 20,000 files %v", small.Round(time.Millisecond), large.Round(time.Millisecond))
-	if large > small+3*time.Second {
-		t.Errorf("a 20,000-file volume took %v to mount against %v for 10 files: kubelet walks the tree", large, small)
-	}
+}
+
+// bucketChanges is the number of object writes (PutObject, CopyObject)
+// MinIO served on bucket.
+func bucketChanges(t *testing.T, bucket string) float64 {
+	t.Helper()
+	return bucketRequests(t, bucket, "PutObject") + bucketRequests(t, bucket, "CopyObject")
 }
