@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 
 	"k8s.io/klog/v2"
 
@@ -32,7 +34,32 @@ func runMount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		klog.InitFlags(&kf)
 		_ = kf.Set("v", "4")
 	}
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return withExitCode(err)
+		}
+		defer stop()
+	}
 	return withExitCode(serveMount(ctx, cfg))
+}
+
+// startCPUProfile starts a CPU profile into path; stop ends and writes it.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			klog.ErrorS(err, "write CPU profile", "file", path)
+		}
+	}, nil
 }
 
 // serveMount runs one mount described by a validated config until ctx ends

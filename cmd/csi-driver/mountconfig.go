@@ -31,6 +31,7 @@ type mountFlags struct {
 	standbyFD                 int
 	specFile                  string
 	debug, disablePassthrough bool
+	cpuProfile                string
 
 	// set names the flags given on the command line.
 	set map[string]bool
@@ -74,6 +75,9 @@ type mountConfig struct {
 	FS         fuse.Config
 	Mount      fuse.MountOptions
 	Debug      bool
+	// CPUProfile ("": none) is the file a Go CPU profile of the whole
+	// process life is written to, for performance work.
+	CPUProfile string
 	// Resume takes over a live connection: the bucket is not checked
 	// again (the mount serves already; a hiccup must not fail it).
 	Resume bool
@@ -193,6 +197,7 @@ func newMountConfig(f mountFlags, args []string) (mountConfig, error) {
 		c.Mount.Session = takeover.Options{File: filepath.Join(c.CacheDir, sessionFileName), ID: f.session, Resume: f.resume}
 	}
 	c.Debug, c.Resume, c.NoBucketCheck, c.StandbyFD = f.debug, f.resume, f.noBucketCheck, f.standbyFD
+	c.CPUProfile = f.cpuProfile
 	return c, errors.Join(errs...)
 }
 

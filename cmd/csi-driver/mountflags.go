@@ -24,6 +24,7 @@ func mountFlagSet(f *mountFlags) *flag.FlagSet {
 	fs.StringVar(&f.specFile, "spec-file", f.specFile, "with --fd: read the mount spec and the store's credentials from this 0600 `file` and delete it (how the node plugin hands a volume over; replaces SOURCE and the settings flags, and no secret is ever on the command line)")
 	fs.BoolVar(&f.disablePassthrough, "disable-passthrough", f.disablePassthrough, "serve all reads in user space even where FUSE passthrough works")
 	fs.BoolVar(&f.debug, "debug", f.debug, "log every FUSE request and verbose cache events")
+	fs.StringVar(&f.cpuProfile, "cpu-profile", f.cpuProfile, "write a Go CPU profile of the process to `file` (created 0600) until it exits, for go tool pprof")
 	return fs
 }
 
