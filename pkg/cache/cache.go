@@ -40,7 +40,8 @@ type Cache struct {
 	flushKick       chan struct{}
 	evictKick       chan struct{}
 	inodeKick       chan struct{}
-	pools           sync.Map // block size → *bufPool
+	idleJobs        chan func() // to a job goroutine waiting for work (goJob)
+	pools           sync.Map    // block size → *bufPool
 	statSF          group[string, objstore.ObjectInfo]
 	listSF          group[string, Listing]
 	primeSF         group[string, Listing]
@@ -172,6 +173,7 @@ func open(ctx context.Context, dir string, store objstore.Store, opts Options, t
 		flushKick:  make(chan struct{}, 1),
 		evictKick:  make(chan struct{}, 1),
 		inodeKick:  make(chan struct{}, 1),
+		idleJobs:   make(chan func()),
 		objs:       make(map[string]*object),
 		idle:       list.New(),
 		idleFiles:  list.New(),
@@ -326,20 +328,48 @@ func (c *Cache) Close() error {
 	return err
 }
 
+// jobIdle is how long a job goroutine waits for the next job before it
+// ends.
+const jobIdle = 2 * time.Second
+
 // goJob runs fn in a goroutine counted by jobs, unless the cache is
-// closing. The caller must not hold an object's mu.
+// closing: one that finished its job and waits for the next, else a new
+// one. A fetch runs the SDK's deep call chain, which grew every new
+// goroutine's stack by copying it several times (7% of the FUSE
+// process's CPU in a cold small-file epoch); a reused goroutine has its
+// stack grown already. The caller must not hold an object's mu.
 func (c *Cache) goJob(fn func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return false
 	}
-	c.jobs.Add(1)
-	go func() {
-		defer c.jobs.Done()
-		fn()
-	}()
+	select {
+	case c.idleJobs <- fn:
+	default:
+		c.jobs.Add(1)
+		go c.jobWorker(fn)
+	}
 	return true
+}
+
+// jobWorker runs fn, then the jobs goJob hands it, until none came for
+// jobIdle or the cache closes.
+func (c *Cache) jobWorker(fn func()) {
+	defer c.jobs.Done()
+	idle := time.NewTimer(jobIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		idle.Reset(jobIdle)
+		select {
+		case fn = <-c.idleJobs:
+		case <-idle.C:
+			return
+		case <-c.stop:
+			return
+		}
+	}
 }
 
 // StagingDir is a directory on the cache's file system where the FUSE layer
