@@ -92,3 +92,37 @@ func TestPrimeWithoutAttributeCaching(t *testing.T) {
 		t.Error("no error for a prefix without its slash")
 	}
 }
+
+// TestPrimeNumbersTheListedPaths: after Prime, every listed file and
+// directory has its inode number committed in the index, so the lookups
+// that follow find theirs without a commit of their own; the numbers are
+// distinct and stay what InodeOf returns.
+func TestPrimeNumbersTheListedPaths(t *testing.T) {
+	ctx := context.Background()
+	opts := testOpts()
+	opts.MetadataTTL = time.Hour
+	c, fake, _ := newFixture(t, opts)
+	paths := []string{"train/a.jpg", "train/b.jpg", "train/sub"}
+	put(t, fake, "train/a.jpg", []byte("x"))
+	put(t, fake, "train/b.jpg", []byte("y"))
+	put(t, fake, "train/sub/deep.jpg", []byte("z"))
+
+	if err := c.Prime(ctx, "train/"); err != nil {
+		t.Fatal(err)
+	}
+	inos := make([]uint64, len(paths))
+	if missing, err := c.lookupInodes(paths, inos); err != nil || missing != 0 {
+		t.Fatalf("committed numbers after Prime: %v missing %d, %v; want all", inos, missing, err)
+	}
+	seen := map[uint64]bool{}
+	for i, p := range paths {
+		got, err := c.InodeOf(p)
+		if err != nil || got != inos[i] || seen[got] || got == rootIno {
+			t.Errorf("InodeOf(%q) = %d, %v; want the committed %d, distinct", p, got, err, inos[i])
+		}
+		seen[got] = true
+	}
+	if n, err := c.InodeOf("train/sub/deep.jpg"); err != nil || seen[n] {
+		t.Errorf("InodeOf of an unlisted path = %d, %v; want a new number", n, err)
+	}
+}
