@@ -178,15 +178,13 @@ func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// blockBuf returns a buffer for block b: one of the pool's for large
-// blocks, a recycled short one for short blocks (a 4 KiB object needs no
-// 4 MiB buffer; getSmall). bp is what putBuf returns to the pool. It may
-// wait for the pool (see get).
+// blockBuf returns a buffer for block b: pooled for large blocks, a plain
+// allocation for short ones (a 4 KiB object needs no 4 MiB buffer). bp is
+// what putBuf returns to the pool. It may wait for the pool (see get).
 func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
 	n := o.blockLen(b)
 	if n < o.bs/4 {
-		bp = c.pool(o.bs).getSmall(int(n))
-		return *bp, bp
+		return make([]byte, n), nil
 	}
 	bp = c.pool(o.bs).get()
 	return (*bp)[:n], bp
@@ -197,8 +195,7 @@ func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
 func (c *Cache) tryBlockBuf(o *object, b int) (buf []byte, bp *[]byte, ok bool) {
 	n := o.blockLen(b)
 	if n < o.bs/4 {
-		bp = c.pool(o.bs).getSmall(int(n))
-		return *bp, bp, true
+		return make([]byte, n), nil, true
 	}
 	if bp, ok = c.pool(o.bs).tryGet(); !ok {
 		return nil, nil, false

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"container/list"
-	"math/bits"
 	"sync"
 	"time"
 
@@ -44,18 +43,7 @@ type bufPool struct {
 	// INVARIANT: an entry is in kept iff its flight is in its object's
 	// kept map, except between its removal here and unkeep.
 	kept list.List
-
-	// small recycles the buffers of blocks shorter than a quarter of
-	// size (getSmall), by power-of-two class from smallMin bytes.
-	small [smallClasses]sync.Pool
 }
-
-// The classes of short blocks' buffers: 4 KiB up to 32 MiB, beyond any
-// quarter of a block size.
-const (
-	smallMinShift = 12
-	smallClasses  = 14
-)
 
 // poolBytes bounds the bytes of a pool's buffers: a full read-ahead of
 // fetch buffers and kept blocks.
@@ -128,46 +116,8 @@ func (p *bufPool) bytes() int64 {
 	return int64(p.total) * int64(p.size)
 }
 
-// getSmall returns a buffer of n bytes for a block shorter than a
-// quarter of the pool's size (a small object, the short last block of a
-// large one), recycled from earlier ones: a cold small-file epoch
-// allocated one per file, and collecting them was most of the garbage
-// collector's work. Its capacity is n's class; put takes it back. Unlike
-// the pool's own buffers these are neither bounded nor kept from the
-// collector: as many exist as blocks are in flight, the same number the
-// allocations were.
-func (p *bufPool) getSmall(n int) *[]byte {
-	c := smallClass(n)
-	if c < 0 {
-		b := make([]byte, n)
-		return &b
-	}
-	if b, ok := p.small[c].Get().(*[]byte); ok {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]byte, n, 1<<(c+smallMinShift))
-	return &b
-}
-
-// smallClass is the class of an n-byte buffer, -1 beyond the largest.
-func smallClass(n int) int {
-	c := max(0, bits.Len(uint(n-1))-smallMinShift)
-	if c >= smallClasses {
-		return -1
-	}
-	return c
-}
-
-// put returns a buffer from get or getSmall; nobody may use it
-// afterwards.
+// put returns a buffer from get; nobody may use it afterwards.
 func (p *bufPool) put(b *[]byte) {
-	if cap(*b) != p.size {
-		if c := smallClass(cap(*b)); c >= 0 && cap(*b) == 1<<(c+smallMinShift) {
-			p.small[c].Put(b)
-		}
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.free = append(p.free, b)
