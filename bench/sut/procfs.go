@@ -91,3 +91,14 @@ func parseVmHWM(status string) (int64, error) {
 func ResetPeakRSS(pid int) error {
 	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0o200)
 }
+
+// LoadAverage is /proc/loadavg's 1, 5 and 15 minute load averages as
+// "1, 5, 15" ("unknown" if it cannot be read): the machine's load, which
+// reports state since other work may share the cores.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
+}

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	lg := log.New(stderr, "", log.Ltime)
 	logf := lg.Printf
-	started, loadAtStart := time.Now(), loadAverage()
+	started, loadAtStart := time.Now(), sut.LoadAverage()
 
 	if why := torchUnavailable(ctx, cfg); why != "" {
 		cfg.run.TorchUnavailable = why
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Sets:     []dataset.Set{cfg.run.Sets.Small, cfg.run.Sets.Checkpoint, cfg.run.Sets.Tree, cfg.run.Sets.Write, cfg.run.Sets.Create, cfg.run.Sets.Images},
 		Systems:  cols,
 		Rows:     rows,
-		Notes:    append(notes(cfg), "Load average (1, 5, 15 min) at the start: "+loadAtStart+"; at the end: "+loadAverage()+"."),
+		Notes:    append(notes(cfg), "Load average (1, 5, 15 min) at the start: "+loadAtStart+"; at the end: "+sut.LoadAverage()+"."),
 	}
 	path, err := rep.WriteFiles(cfg.outDir)
 	if err != nil {
@@ -204,16 +204,6 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d cores%s, Linux %s, %s", runtime.NumCPU(), mem, rel, runtime.Version())
-}
-
-// loadAverage is the first three fields of /proc/loadavg: the machine's
-// load, which the report states since other work may share the cores.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], ", ")
-	}
-	return "unknown"
 }
 
 func notes(cfg config) []string {

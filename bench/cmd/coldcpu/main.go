@@ -196,7 +196,7 @@ func epochOf(ctx context.Context, s sut.System, set dataset.Set, keys []string, 
 	if err != nil {
 		return r, err
 	}
-	r.load = loadAvg()
+	r.load, _, _ = strings.Cut(sut.LoadAverage(), ",") // the 1-minute load
 	if r.res, err = epoch.Read(ctx, mnt, keys, set, threads, nil); err != nil {
 		return r, err
 	}
@@ -212,17 +212,6 @@ func epochOf(ctx context.Context, s sut.System, set dataset.Set, keys []string, 
 		return r, err
 	}
 	return r, s.Unmount(ctx)
-}
-
-// loadAvg is /proc/loadavg's first field.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	var one string
-	_, _ = fmt.Sscan(string(b), &one)
-	return one
 }
 
 func median(v []float64) float64 {

@@ -20,7 +20,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := &report{cfg: cfg, loadBefore: loadAvg()}
+	rep := &report{cfg: cfg, loadBefore: sut.LoadAverage()}
 	o, err := epoch.StartOrigin(ctx, epoch.OriginConfig{MinIO: cfg.MinIO, Dir: filepath.Join(cfg.Work, "origin"),
 		Bucket: originBucket, Sets: []dataset.Set{cfg.Small, cfg.Ckpt}, Proxy: cfg.Proxy,
 		Work: filepath.Join(cfg.Work, "node"), Tools: cfg.Tools})
@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s: %w", set.Name, err)
 		}
 	}
-	rep.loadAfter = loadAvg()
+	rep.loadAfter = sut.LoadAverage()
 	path, err := rep.write()
 	if err != nil {
 		return err
@@ -131,15 +131,4 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 		slices.Reverse(drops)
 	}
 	return rows, nil
-}
-
-// loadAvg is /proc/loadavg's first three fields.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	var one, five, fifteen string
-	_, _ = fmt.Sscan(string(b), &one, &five, &fifteen)
-	return one + ", " + five + ", " + fifteen
 }
