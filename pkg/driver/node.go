@@ -141,7 +141,7 @@ func NewNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	sc.Binds = n.binds
 	sc.CredentialsDir = nodeRunDir(cfg.StateFile)
 	if sc.Kernel == nil {
-		sc.Kernel = supervisor.NewLinuxKernel()
+		sc.Kernel = supervisor.KernelFor(sc.Holder)
 	}
 	if sc.Runner == nil && sc.Reaper == nil {
 		sc.Reaper = supervisor.ReapProcs

@@ -96,7 +96,7 @@ func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
 	d := net.Dialer{Timeout: c.timeout}
 	conn, err := d.DialContext(ctx, "unixpacket", c.path)
 	if err != nil {
-		return nil, fmt.Errorf("fdholder: connect to %s: %w", c.path, err)
+		return nil, fmt.Errorf("%w: connect to %s: %w", ErrUnavailable, c.path, err)
 	}
 	return conn.(*net.UnixConn), nil
 }

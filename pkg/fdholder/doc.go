@@ -20,6 +20,9 @@
 //     SOCK_SEQPACKET packet, a descriptor riding with a packet.
 //   - server.go: Server, the holder's table and its socket.
 //   - client.go: Client, what the node plugin calls.
+//   - statfs.go: statfs of a mount on the node plugin's behalf, so that
+//     the plugin never waits in the kernel for a FUSE server that died
+//     with its request (the reason is there).
 //
 // The socket gives control over the node's FUSE connections: it lives in
 // a 0700 directory and the server serves only peers of its own user or

@@ -29,6 +29,8 @@ type Entry struct {
 var (
 	// ErrNotHeld: the holder has no descriptor for that volume.
 	ErrNotHeld = errors.New("fdholder: no descriptor held for the volume")
+	// ErrUnavailable: no holder listens on the socket.
+	ErrUnavailable = errors.New("fdholder: no holder")
 	// ErrProtocol: a malformed or unexpected message.
 	ErrProtocol = errors.New("fdholder: protocol error")
 )
@@ -40,12 +42,16 @@ const (
 	opDrop  = "drop"  // Entry.VolumeID: close the held descriptor
 	opList  = "list"  // reply with every entry (no descriptors)
 	opWatch = "watch" // reply once, then keep the connection open until the holder stops
+	// Entry.Dev + an O_PATH descriptor of a mount's root: fstatfs it
+	// (statfs.go), waiting at most request.WaitMillis.
+	opStatfs = "statfs"
 )
 
 // request is a client's packet.
 type request struct {
-	Op    string `json:"op"`
-	Entry Entry  `json:"entry"`
+	Op         string `json:"op"`
+	Entry      Entry  `json:"entry"`
+	WaitMillis int64  `json:"waitMillis,omitempty"` // statfs
 }
 
 // reply is the server's packet.
@@ -55,6 +61,11 @@ type reply struct {
 	Entry    Entry   `json:"entry"`
 	Entries  []Entry `json:"entries,omitempty"`
 	Instance string  `json:"instance,omitempty"` // names the holder's run (watch)
+	// statfs: the figures, or the errno, or Pending when the file system
+	// has not answered (this request's or an earlier one's).
+	Statfs  *unix.Statfs_t `json:"statfs,omitempty"`
+	Errno   int            `json:"errno,omitempty"`
+	Pending bool           `json:"pending,omitempty"`
 }
 
 // maxPacket bounds one packet: a list of a few thousand volumes.

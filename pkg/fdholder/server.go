@@ -27,6 +27,8 @@ type Server struct {
 
 	mu   sync.Mutex        // guards held
 	held map[string]heldFD // by volume ID
+
+	probes probes // statfs.go
 }
 
 type heldFD struct {
@@ -38,7 +40,7 @@ type heldFD struct {
 func NewServer() *Server {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Server{instance: hex.EncodeToString(b[:]), held: map[string]heldFD{}}
+	return &Server{instance: hex.EncodeToString(b[:]), held: map[string]heldFD{}, probes: newProbes()}
 }
 
 // Listen binds the holder's socket at path (0600, in a 0700 directory
@@ -125,7 +127,13 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			}
 			return
 		}
-		rep, out := s.handle(req, fd)
+		var rep reply
+		var out *os.File
+		if req.Op == opStatfs {
+			rep = s.probes.statfs(req, fd) // may wait: outside s.mu
+		} else {
+			rep, out = s.handle(req, fd)
+		}
 		err = send(c, rep, out)
 		if out != nil {
 			_ = out.Close() // the client has its own duplicate now
@@ -184,8 +192,12 @@ func (s *Server) handle(req request, fd *os.File) (reply, *os.File) {
 	case opWatch:
 		return reply{Instance: s.instance}, nil
 	}
-	return reply{Error: fmt.Sprintf("unknown operation %q", req.Op)}, nil
+	return reply{Error: fmt.Sprintf("%s %q", unknownOp, req.Op)}, nil
 }
+
+// unknownOp starts the error of a request the holder does not know; a
+// client recognises older holders by it, so it never changes.
+const unknownOp = "unknown operation"
 
 // dupFile duplicates f's descriptor (close-on-exec).
 func dupFile(f *os.File) (*os.File, error) {

@@ -15,7 +15,8 @@
 //   - kernel.go: Kernel, the mount side (FUSE mount with a held fd, bind,
 //     unmount, health check, statfs), and its Linux implementation;
 //     within.go: the timeout wrapper every call touching a FUSE mount
-//     goes through.
+//     goes through; statfs.go: statfs and checks of FUSE mounts, run by
+//     the descriptor holder when there is one (Prober).
 //   - manager.go: Manager (Stage, Unstage, Check) and Request, Status;
 //     volume.go: one supervised volume and its start sequence;
 //     watchdog.go: noticing death (child exit at once, a hung or broken

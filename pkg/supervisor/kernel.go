@@ -53,17 +53,20 @@ const (
 )
 
 // LinuxKernel implements Kernel with mount(2) and umount(2) alone: it runs
-// no mount(8) or umount(8), so the image needs no util-linux.
+// no mount(8) or umount(8), so the image needs no util-linux. It reads the
+// mount table to tell what is mounted, and asks a FUSE mount anything
+// (statfs) only through its Prober when it has one (statfs.go).
 type LinuxKernel struct {
 	// constant
-	mounter mountutils.Interface
+	prober Prober // nil: this process asks
 }
 
 var _ Kernel = (*LinuxKernel)(nil)
 
-// NewLinuxKernel returns the real Kernel.
-func NewLinuxKernel() *LinuxKernel {
-	return &LinuxKernel{mounter: mountutils.New("")}
+// NewLinuxKernel returns the real Kernel; p, when not nil, runs its
+// statfs calls on FUSE mounts in another process (statfs.go).
+func NewLinuxKernel(p Prober) *LinuxKernel {
+	return &LinuxKernel{prober: p}
 }
 
 // MountFUSE implements Kernel.
@@ -113,32 +116,18 @@ func (k *LinuxKernel) Unmount(ctx context.Context, target string) error {
 	return nil
 }
 
-// Check implements Kernel: a stat of target and of its parent under ctx.
+// Check implements Kernel: target's entry in the mount table, then a
+// statfs of it under ctx. A stat could be answered from the kernel's
+// attribute cache; statfs always reaches the FUSE server, so a hung or not
+// yet serving process cannot pass.
 func (k *LinuxKernel) Check(ctx context.Context, target string) error {
-	var notMnt bool
-	err := within(ctx, "stat "+target, func() error {
-		var err error
-		notMnt, err = k.mounter.IsLikelyNotMountPoint(target)
+	if _, err := lastMount(target); err != nil {
 		return err
-	})
-	if err == nil && !notMnt {
-		// stat may be answered from the kernel's attribute cache; statfs
-		// always reaches the FUSE server, so a hung or not yet serving
-		// process cannot pass.
-		err = within(ctx, "statfs "+target, func() error {
-			var st unix.Statfs_t
-			return unix.Statfs(target, &st)
-		})
 	}
+	_, err := k.Statfs(ctx, target)
 	switch {
-	case err == nil && notMnt:
-		return fmt.Errorf("%w: %s", ErrNotMounted, target)
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrTimeout):
+	case err == nil, errors.Is(err, ErrTimeout), errors.Is(err, ErrBroken):
 		return err
-	case mountutils.IsCorruptedMnt(err):
-		return fmt.Errorf("%w: %s: %w", ErrBroken, target, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %s does not exist", ErrNotMounted, target)
 	}
@@ -218,26 +207,6 @@ func findLastMount(infos []mountutils.MountInfo, path string) (mountutils.MountI
 		}
 	}
 	return mountutils.MountInfo{}, fmt.Errorf("%w: %s", ErrNotMounted, path)
-}
-
-// Statfs implements Kernel.
-func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, error) {
-	var st unix.Statfs_t
-	err := within(ctx, "statfs "+path, func() error {
-		var s unix.Statfs_t
-		if err := unix.Statfs(path, &s); err != nil {
-			return &fs.PathError{Op: "statfs", Path: path, Err: err}
-		}
-		st = s // read below only when the call returned in time
-		return nil
-	})
-	if err != nil {
-		if mountutils.IsCorruptedMnt(err) {
-			return unix.Statfs_t{}, fmt.Errorf("%w: %w", ErrBroken, err)
-		}
-		return unix.Statfs_t{}, err
-	}
-	return st, nil
 }
 
 // MountDev implements Kernel: the last mount on target in

@@ -93,7 +93,7 @@ type Config struct {
 	Binary string
 	// Runner starts processes; ExecRunner{} when nil.
 	Runner ProcessRunner
-	// Kernel mounts; NewLinuxKernel() when nil.
+	// Kernel mounts; KernelFor(Holder) when nil.
 	Kernel Kernel
 	// Reaper stops FUSE processes left by an earlier node plugin before a
 	// volume is (re)mounted; nil skips it (tests with fakes).
@@ -145,7 +145,7 @@ func (c Config) withDefaults() Config {
 		c.Runner = ExecRunner{}
 	}
 	if c.Kernel == nil {
-		c.Kernel = NewLinuxKernel()
+		c.Kernel = KernelFor(c.Holder)
 	}
 	if c.Env == nil {
 		c.Env = os.Environ()

@@ -187,7 +187,7 @@ func (r *nodeRig) waitHealthy(t *testing.T, volumeID, path string) {
 // connection), from the mount table.
 func mountDev(t *testing.T, path string) uint64 {
 	t.Helper()
-	dev, err := supervisor.NewLinuxKernel().MountDev(t.Context(), path)
+	dev, err := supervisor.NewLinuxKernel(nil).MountDev(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

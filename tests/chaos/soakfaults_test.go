@@ -327,7 +327,7 @@ func fillToFloor(dir string) (int64, error) {
 // it is mounted again.
 func abortConnection(ctx context.Context, path string) error {
 	// From the mount table: a stat would wait for the mount's server.
-	dev, err := supervisor.NewLinuxKernel().MountDev(ctx, path)
+	dev, err := supervisor.NewLinuxKernel(nil).MountDev(ctx, path)
 	if err != nil {
 		return err
 	}

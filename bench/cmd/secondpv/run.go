@@ -77,7 +77,7 @@ func (p *player) play(ctx context.Context, env sut.Env) ([]row, error) {
 	// Design B: PV2's published target is what the node plugin makes of it, a
 	// read-only bind of the share's directory for PV2's prefix (here the
 	// data set's directory, nested in PV1's whole bucket).
-	kernel := supervisor.NewLinuxKernel()
+	kernel := supervisor.NewLinuxKernel(nil)
 	target := filepath.Join(p.cfg.Work, "pv2-target")
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return rows, err

@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+	mountutils "k8s.io/mount-utils"
+
+	"github.com/basin-csi/basin/pkg/fdholder"
+)
+
+// Prober runs statfs on a FUSE mount in another process: the descriptor
+// holder (*fdholder.Client).
+//
+// Why. The kernel waits without end, and without letting the caller die,
+// for a FUSE request that the server read and never answered. A node
+// plugin whose check was read by a FUSE process killed together with it
+// (a container restart kills both) would never exit, so the next node
+// plugin, which starts the successor that answers, would never start: the
+// node's volumes hang until someone aborts the connection by hand. The
+// holder outlives node plugin restarts; a statfs stuck there is answered
+// when the successor takes the connection over.
+type Prober interface {
+	// Statfs returns the figures of the mount of device dev whose root
+	// root is (an O_PATH descriptor). The file system's errors wrap
+	// fdholder.ErrFileSystem and the unix.Errno; one that did not answer
+	// in time wraps fdholder.ErrPending.
+	Statfs(ctx context.Context, dev uint64, root *os.File) (unix.Statfs_t, error)
+}
+
+// KernelFor returns the real Kernel, asking FUSE mounts through h when it
+// can (a Holder that is a Prober, as *fdholder.Client is).
+func KernelFor(h Holder) *LinuxKernel {
+	p, _ := h.(Prober)
+	return NewLinuxKernel(p)
+}
+
+// Statfs implements Kernel. A FUSE mount point is asked through the
+// Prober; this process asks itself only without one, when no holder
+// answers or the holder is too old, and for what is no FUSE mount point
+// (a plain directory reaches no FUSE server).
+func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, error) {
+	if k.prober != nil {
+		if mi, err := lastMount(path); err == nil && strings.HasPrefix(mi.FsType, "fuse") {
+			st, err := k.probe(ctx, path, unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)))
+			if !errors.Is(err, errAskHere) {
+				return st, err
+			}
+		}
+	}
+	var st unix.Statfs_t
+	err := within(ctx, "statfs "+path, func() error {
+		var s unix.Statfs_t
+		if err := unix.Statfs(path, &s); err != nil {
+			return &fs.PathError{Op: "statfs", Path: path, Err: err}
+		}
+		st = s // read below only when the call returned in time
+		return nil
+	})
+	if err != nil {
+		return unix.Statfs_t{}, statfsError(err)
+	}
+	return st, nil
+}
+
+// errAskHere: the Prober could not run the call; this process runs it.
+var errAskHere = errors.New("supervisor: ask the mount from this process")
+
+// probe asks the Prober for the statfs of the mount of device dev on
+// path.
+func (k *LinuxKernel) probe(ctx context.Context, path string, dev uint64) (unix.Statfs_t, error) {
+	// Resolving a mount point sends the FUSE server nothing (the last
+	// name is the parent file system's, and O_PATH opens nothing); the
+	// bound is for safety.
+	var root *os.File
+	err := within(ctx, "open "+path, func() error {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		root = os.NewFile(uintptr(fd), path)
+		return nil
+	})
+	if err != nil {
+		return unix.Statfs_t{}, statfsError(err)
+	}
+	defer func() { _ = root.Close() }()
+	st, err := k.prober.Statfs(ctx, dev, root)
+	var errno unix.Errno
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.Is(err, fdholder.ErrFileSystem) && errors.As(err, &errno):
+		return unix.Statfs_t{}, statfsError(&fs.PathError{Op: "statfs", Path: path, Err: errno})
+	case errors.Is(err, fdholder.ErrPending):
+		return unix.Statfs_t{}, fmt.Errorf("statfs %s: %w (%w)", path, ErrTimeout, err)
+	}
+	// No holder, an older one, or one that died mid-call.
+	klog.V(2).InfoS("statfs through the descriptor holder failed; asking from the node plugin", "path", path, "err", err)
+	return unix.Statfs_t{}, errAskHere
+}
+
+// statfsError classifies a failed statfs: a corrupted mount is ErrBroken.
+func statfsError(err error) error {
+	if mountutils.IsCorruptedMnt(err) {
+		return fmt.Errorf("%w: %w", ErrBroken, err)
+	}
+	return err
+}
