@@ -86,7 +86,14 @@ unmount_under() {
 }
 
 remove_network() {
-  local ns
+  local ns l
+  # The host ends of the namespaces' veths first: a deleted namespace
+  # frees its veth only when the kernel's asynchronous clean-up of it
+  # runs, which took over 20 s once, and the next `up` then failed
+  # ("RTNETLINK answers: File exists").
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' -v b="$BRIDGE-" 'index($2, b) == 1 {split($2, a, "@"); print a[1]}'); do
+    ip link delete "$l" 2>/dev/null || true
+  done
   for ns in $(ip netns list 2>/dev/null | awk '/^basin-k8s-/ {print $1}'); do ip netns delete "$ns" 2>/dev/null || true; done
   ip link delete "$BRIDGE" 2>/dev/null || true
   # `ip netns add` made /run/netns a mount point; undo it if it was not
