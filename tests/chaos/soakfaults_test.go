@@ -224,7 +224,12 @@ func (in *injector) inject(f fault, ev *injected) error {
 		defer s.minioMu.Unlock()
 		s.srv.Stop()
 		time.Sleep(f.For)
-		return s.srv.Start()
+		if err := s.srv.Start(); err != nil {
+			return err
+		}
+		// The restart ends when MinIO serves the volumes again, which
+		// under load came up to 20 s after its health check answered.
+		return s.storeServes(s.ctx)
 	case "minio-stop":
 		s.minioMu.Lock()
 		defer s.minioMu.Unlock()

@@ -135,10 +135,11 @@ const storeRestartGrace = 2 * time.Second
 // inStoreRestart reports whether op failed with EIO because the bucket was
 // down: it overlapped a MinIO restart and ended by storeRestartGrace after
 // it. Basin retries a request a bounded number of times (5 attempts,
-// jittered backoff) and then answers EIO: a store down longer than that
-// fails calls by design ("store down: bounded retries, then EIO, never a
-// hang"). A restart under the soak's CPU burners took 7 s once, and a
-// create gave up after 4.7 s of refused connections.
+// jittered backoff, 15 s on average) and then answers EIO: a store down
+// longer than that fails calls by design ("store down: bounded retries,
+// then EIO, never a hang"). A restart ends when MinIO serves the volumes
+// again (storeServes), which under the soak's CPU burners came up to 20 s
+// after its health check answered.
 func inStoreRestart(op opRecord, errText string, restarts []injected) bool {
 	if !strings.Contains(errText, "input/output error") {
 		return false

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/objstore"
 	"github.com/basin-csi/basin/pkg/supervisor"
 )
 
@@ -198,6 +200,30 @@ func (s *soakRig) isFUSE(pid int) bool {
 
 // waitHealthy waits until the node plugin answers a statfs of v's
 // staging path through NodeGetVolumeStats.
+// storeServes waits until MinIO serves the volumes' requests after a
+// restart: it issues temporary credentials (its IAM is initialised; the
+// volumes use such credentials) and answers a HEAD (its object layer is
+// initialised). Until then MinIO answers 503 ("Server not initialized",
+// "IAM sub-system not initialized"), although its health check
+// (/minio/health/live, which testserver waits for) answers already.
+func (s *soakRig) storeServes(ctx context.Context) error {
+	if _, err := s.sts.assume(ctx); err != nil {
+		return fmt.Errorf("MinIO after its restart: temporary credentials: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		_, err := s.vols[0].ledger.store.Stat(ctx, "soak-ready-probe")
+		if err == nil || errors.Is(err, objstore.ErrNotFound) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("MinIO after its restart: HEAD: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (s *soakRig) waitHealthy(v *soakVol, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
