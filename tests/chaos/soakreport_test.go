@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,12 +42,7 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 	in.mu.Lock()
 	kills := append([]killAt(nil), in.kills...)
 	remounts := in.remounts
-	var restarts []injected
-	for _, ev := range in.done {
-		if ev.Kind == "minio-restart" && ev.Skipped == "" {
-			restarts = append(restarts, ev)
-		}
-	}
+	outages := storeOutages(in.done)
 	in.mu.Unlock()
 	for _, v := range s.vols {
 		for _, c := range []*soakChild{v.reader, v.writer} {
@@ -68,7 +64,7 @@ func (s *soakRig) summarize(seed uint64, d time.Duration, in *injector, start, e
 					rep.RemountErrs += run.Count
 				case run.Count == 1 && isKernelEIO(run.opRecord, kills):
 					rep.KernelEIO++
-				case inStoreRestart(run.opRecord, run.Err, restarts):
+				case inStoreRestart(run.opRecord, run.Err, outages):
 					rep.StoreDownErrs += run.Count
 				default:
 					rep.Errors += run.Count
@@ -133,23 +129,67 @@ func overlapsEndingBy(op opRecord, from, until time.Time) bool {
 const storeRestartGrace = 2 * time.Second
 
 // inStoreRestart reports whether op failed with EIO because the bucket was
-// down: it overlapped a MinIO restart and ended by storeRestartGrace after
-// it. Basin retries a request a bounded number of times (5 attempts,
-// jittered backoff, 15 s on average) and then answers EIO: a store down
-// longer than that fails calls by design ("store down: bounded retries,
-// then EIO, never a hang"). A restart ends when MinIO serves the volumes
-// again (storeServes), which under the soak's CPU burners came up to 20 s
-// after its health check answered.
-func inStoreRestart(op opRecord, errText string, restarts []injected) bool {
+// down: it overlapped an outage with a MinIO restart (storeOutages) and
+// ended by storeRestartGrace after it. Basin retries a request a bounded
+// number of times (5 attempts, jittered backoff, 15 s on average) and then
+// answers EIO: a store down longer than that fails calls by design ("store
+// down: bounded retries, then EIO, never a hang"). A restart ends when
+// MinIO serves the volumes again (storeServes), which under the soak's CPU
+// burners came up to 20 s after its health check answered.
+func inStoreRestart(op opRecord, errText string, outages []outage) bool {
 	if !strings.Contains(errText, "input/output error") {
 		return false
 	}
-	for _, r := range restarts {
-		if overlapsEndingBy(op, r.Start, r.End.Add(storeRestartGrace)) {
+	for _, o := range outages {
+		if overlapsEndingBy(op, o.Start, o.End.Add(storeRestartGrace)) {
 			return true
 		}
 	}
 	return false
+}
+
+// outage is a time MinIO did not serve.
+type outage struct{ Start, End time.Time }
+
+// outageGap: MinIO faults this close together make one outage.
+const outageGap = time.Second
+
+// storeOutages merges the MinIO faults carried out (restarts and pauses)
+// that follow one another within outageGap, and returns the merged
+// outages that include a restart: a pause right after a restart (the
+// schedule overlaps faults; MinIO's lock runs them one after the other)
+// keeps the store down as long as the two together, and the retry budget
+// counts the whole. A pause alone holds calls without failing them.
+func storeOutages(done []injected) []outage {
+	var evs []injected
+	for _, ev := range done {
+		if (ev.Kind == "minio-restart" || ev.Kind == "minio-stop") && ev.Skipped == "" {
+			evs = append(evs, ev)
+		}
+	}
+	slices.SortFunc(evs, func(a, b injected) int { return a.Start.Compare(b.Start) })
+	var out []outage
+	var cur outage
+	restart := false
+	flush := func() {
+		if restart {
+			out = append(out, cur)
+		}
+	}
+	for i, ev := range evs {
+		if i > 0 && ev.Start.After(cur.End.Add(outageGap)) {
+			flush()
+			restart = false
+		}
+		if i == 0 || ev.Start.After(cur.End.Add(outageGap)) {
+			cur = outage{Start: ev.Start, End: ev.End}
+		} else if ev.End.After(cur.End) {
+			cur.End = ev.End
+		}
+		restart = restart || ev.Kind == "minio-restart"
+	}
+	flush()
+	return out
 }
 
 // isKernelEIO reports whether op failed with EIO while in flight at a

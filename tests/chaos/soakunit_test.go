@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -113,7 +114,7 @@ func TestInRemount(t *testing.T) {
 // call before it, or one failing long after it is not.
 func TestInStoreRestart(t *testing.T) {
 	at := time.Unix(100, 0)
-	r := []injected{{Start: at, End: at.Add(7 * time.Second)}}
+	r := []outage{{Start: at, End: at.Add(7 * time.Second)}}
 	ns := func(d time.Duration) int64 { return at.Add(d).UnixNano() }
 	const eio, exist = "open f: input/output error", "open f: file exists"
 	for _, c := range []struct {
@@ -129,6 +130,28 @@ func TestInStoreRestart(t *testing.T) {
 		if got := inStoreRestart(c.op, c.op.Err, r); got != c.want {
 			t.Errorf("inStoreRestart(%v..%v, %q) = %v", time.Duration(c.op.Start-at.UnixNano()), time.Duration(c.op.End-at.UnixNano()), c.op.Err, got)
 		}
+	}
+}
+
+// TestStoreOutages: MinIO faults one after the other make one outage when
+// a restart is among them; pauses alone make none.
+func TestStoreOutages(t *testing.T) {
+	at := time.Unix(100, 0)
+	ev := func(kind string, from, to time.Duration) injected {
+		return injected{fault: fault{Kind: kind}, Start: at.Add(from), End: at.Add(to)}
+	}
+	got := storeOutages([]injected{
+		ev("minio-stop", 30*time.Second, 35*time.Second), // alone, later: none
+		ev("minio-restart", 0, 5*time.Second),
+		ev("minio-stop", 5*time.Second+500*time.Millisecond, 12*time.Second), // queued behind the restart
+		ev("fuse-kill", 13*time.Second, 13*time.Second),
+		ev("minio-restart", 12*time.Second+800*time.Millisecond, 20*time.Second),
+		ev("minio-restart", 50*time.Second, 52*time.Second),
+		{fault: fault{Kind: "minio-restart"}, Start: at.Add(60 * time.Second), End: at.Add(61 * time.Second), Skipped: "one of its kind still running"},
+	})
+	want := []outage{{Start: at, End: at.Add(20 * time.Second)}, {Start: at.Add(50 * time.Second), End: at.Add(52 * time.Second)}}
+	if !slices.Equal(got, want) {
+		t.Errorf("storeOutages = %v, want %v", got, want)
 	}
 }
 
