@@ -69,7 +69,7 @@ func (f *FS) noteClaimAt(key string, at time.Time) (done func()) {
 	}
 	if err != nil {
 		// Only a takeover in the next instant would miss it.
-		klog.V(2).InfoS("no note of a claim in flight", "volume", f.cfg.VolumeID, "key", key, "err", err)
+		klog.InfoS("no note of a claim in flight", "volume", f.cfg.VolumeID, "key", key, "err", err)
 		if file != nil {
 			_ = os.Remove(file.Name())
 		}
@@ -119,6 +119,7 @@ func (f *FS) carryClaims(inherited map[string]time.Time) {
 		f.claims.keys[key] = f.noteClaimAt(key, at)
 	}
 	if len(inherited) > 0 {
+		klog.InfoS("exclusive creates in flight at the previous process's death", "volume", f.cfg.VolumeID, "keys", len(inherited))
 		time.AfterFunc(claimCarryWindow, f.claims.dropAll)
 	}
 }
