@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
 
@@ -19,13 +20,20 @@ import (
 // dead process may have stored the claim and died before it answered, and
 // then the resent CREATE meets ErrExists. So every claim in flight leaves
 // a note in WritesDir, "claim-*" holding the key, from before its PUT until
-// the CREATE returns. A successor reads the notes before serving
-// (pendingClaims; the staged-writes scan then removes them), and answers
-// the first exclusive CREATE of such a key that finds an empty object
-// there as done: the object is the claim its predecessor made for that
-// very request. A note costs a small file's create and unlink in the
-// cache directory (no fsync: only a process death, which keeps the page
-// cache, matters here).
+// claimNoteLinger after the CREATE returned: go-fuse sends the reply after
+// the file system returned, and a process killed in between left no note
+// while the kernel still resent the CREATE (make soak: a kill 212 ms after
+// the create reached a process just thawed from a SIGSTOP; the standby
+// answered EEXIST for the writer's own new file). A successor reads the
+// notes before serving (pendingClaims; the staged-writes scan then removes
+// them), and answers an exclusive CREATE of such a key that the kernel
+// resent (takeover.OpCreate) and that finds an empty object there as done,
+// once: the object is the claim its predecessor made for that very
+// request. A CREATE that is not resent is a new one and gets EEXIST, so a
+// note that outlived its answered CREATE never gives a second creator the
+// name. A note costs a small file's create and unlink in the cache
+// directory (no fsync: only a process death, which keeps the page cache,
+// matters here).
 //
 // The successor notes each inherited key again, with the first note's
 // time, once it has scanned (carryClaims), and removes that note when the
@@ -49,11 +57,22 @@ const claimNotePrefix = "claim-"
 const (
 	claimNoteAge     = 2 * time.Minute
 	claimCarryWindow = 30 * time.Second
+	claimNoteLinger  = 10 * time.Second
 )
 
 // noteClaim leaves the note of a claim of key in flight; the returned
 // function removes it.
 func (f *FS) noteClaim(key string) (done func()) { return f.noteClaimAt(key, time.Time{}) }
+
+// lingerNote removes a claim's note (done, from noteClaim) once
+// f.claimLinger has passed: after the CREATE's reply was sent.
+func (f *FS) lingerNote(done func()) {
+	if f.claimLinger <= 0 {
+		done()
+		return
+	}
+	time.AfterFunc(f.claimLinger, done)
+}
 
 // noteClaimAt is noteClaim dated at (zero: now).
 func (f *FS) noteClaimAt(key string, at time.Time) (done func()) {
@@ -149,10 +168,11 @@ func (c *inheritedClaims) take(key string) bool {
 }
 
 // predecessorsClaim returns the object at key when it is the claim the
-// dead predecessor made for a CREATE it never answered: a claim note of
-// key was left, and key holds an empty object.
-func (f *FS) predecessorsClaim(ctx context.Context, key string) (objstore.ObjectInfo, bool) {
-	if !f.claims.take(key) {
+// dead predecessor made for a CREATE it never answered: the CREATE of name
+// (key's last element) is one the kernel resent, a claim note of key was
+// left, and key holds an empty object.
+func (f *FS) predecessorsClaim(ctx context.Context, key, name string) (objstore.ObjectInfo, bool) {
+	if !f.isResent(takeover.OpCreate, name) || !f.claims.take(key) {
 		return objstore.ObjectInfo{}, false
 	}
 	ctx, cancel := f.opContext(ctx)

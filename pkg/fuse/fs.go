@@ -47,8 +47,10 @@ type FS struct {
 	// system is answering (resentKey; resent.go).
 	resent sync.Map
 	// claims are the exclusive creates a dead predecessor left unanswered
-	// (claims.go); read by Mount before serving.
-	claims inheritedClaims
+	// (claims.go); read by Mount before serving. claimLinger is how long a
+	// claim's note outlives its CREATE (claimNoteLinger; tests set it).
+	claims      inheritedClaims
+	claimLinger time.Duration
 
 	counters counters
 }
@@ -70,7 +72,7 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	}
 	f := &FS{cfg: cfg.withDefaults(), store: store, cache: c, writes: newStagedWrites(c.WritesDir()), started: time.Now(),
-		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal)}
+		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal), claimLinger: claimNoteLinger}
 	f.root = &dirNode{fsys: f}
 	return f, nil
 }

@@ -37,10 +37,10 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 	var existing, claimed *objstore.ObjectInfo
 	switch {
 	case flags&syscall.O_EXCL != 0:
-		defer f.noteClaim(key)() // for a successor, should this process die (claims.go)
+		defer f.lingerNote(f.noteClaim(key)) // for a successor, should this process die (claims.go)
 		info, err := f.claim(ctx, key, created)
 		if errors.Is(err, objstore.ErrExists) {
-			if mine, ok := f.predecessorsClaim(ctx, key); ok {
+			if mine, ok := f.predecessorsClaim(ctx, key, name); ok {
 				info, err = mine, nil
 			} else {
 				d.lostClaim(key, name)

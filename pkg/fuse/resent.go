@@ -33,6 +33,13 @@ func (f *FS) resending(op takeover.Op, name string) (done func()) {
 	return func() { f.resent.Delete(k) }
 }
 
+// isResent reports whether a resent request of op on name is being
+// answered.
+func (f *FS) isResent(op takeover.Op, name string) bool {
+	_, ok := f.resent.Load(resentKey{op, name})
+	return ok
+}
+
 // carriedOut turns errno, the file system's answer to op on name, into
 // success when the request is a resent one and errno is what the
 // predecessor's success causes (ENOENT; EEXIST for a rename that must

@@ -119,6 +119,7 @@ func (s *sessionFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr
 }
 
 func (s *sessionFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
+	defer s.mark(&in.InHeader, OpCreate, name)()
 	return s.created(cancel, in, out, func() gofuse.Status { return s.RawFileSystem.Create(cancel, in, name, out) })
 }
 

@@ -36,6 +36,9 @@ const (
 	OpUnlink Op = iota
 	OpRmdir
 	OpRename
+	// OpCreate: the file system answers a resent exclusive CREATE whose
+	// claim the predecessor made (pkg/fuse, claims.go).
+	OpCreate
 )
 
 func (o Op) String() string {
@@ -46,6 +49,8 @@ func (o Op) String() string {
 		return "rmdir"
 	case OpRename:
 		return "rename"
+	case OpCreate:
+		return "create"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }

@@ -34,6 +34,11 @@ func (m *markStub) Rename(<-chan struct{}, *gofuse.RenameIn, string, string) gof
 	return gofuse.OK
 }
 
+func (m *markStub) Create(<-chan struct{}, *gofuse.CreateIn, string, *gofuse.CreateOut) gofuse.Status {
+	m.seen()
+	return gofuse.Status(syscall.EEXIST)
+}
+
 func (*markStub) Mkdir(<-chan struct{}, *gofuse.MkdirIn, string, *gofuse.EntryOut) gofuse.Status {
 	return gofuse.Status(syscall.EEXIST)
 }
@@ -43,8 +48,8 @@ func (*markStub) Lookup(_ <-chan struct{}, _ *gofuse.InHeader, _ string, out *go
 	return gofuse.OK
 }
 
-// TestSessionMarksResentMutations: the session marks an unlink, rmdir or
-// rename for the file system only when the kernel resent it, and answers
+// TestSessionMarksResentMutations: the session marks an unlink, rmdir,
+// rename or create for the file system only when the kernel resent it, and answers
 // a resent mkdir that finds the directory with the directory's entry.
 func TestSessionMarksResentMutations(t *testing.T) {
 	for _, resend := range []bool{false, true} {
@@ -58,10 +63,11 @@ func TestSessionMarksResentMutations(t *testing.T) {
 		s.Unlink(nil, &h, "old.pt")
 		s.Rmdir(nil, &h, "old")
 		s.Rename(nil, &gofuse.RenameIn{InHeader: h, Newdir: gofuse.FUSE_ROOT_ID}, "ckpt.pt.tmp", "ckpt.pt")
-		if len(stub.marked) != 3 || stub.marked[0] != resend || stub.marked[1] != resend || stub.marked[2] != resend || rec.marks() != 0 {
-			t.Errorf("resent %v: marked during unlink, rmdir, rename %v (%d left), want all %v and none left", resend, stub.marked, rec.marks(), resend)
+		s.Create(nil, &gofuse.CreateIn{InHeader: h}, "lock", &gofuse.CreateOut{})
+		if len(stub.marked) != 4 || slices.Contains(stub.marked, !resend) || rec.marks() != 0 {
+			t.Errorf("resent %v: marked during unlink, rmdir, rename, create %v (%d left), want all %v and none left", resend, stub.marked, rec.marks(), resend)
 		}
-		if want := []string{"unlink old.pt", "rmdir old", "rename ckpt.pt.tmp"}; resend && !slices.Equal(rec.resent, want) {
+		if want := []string{"unlink old.pt", "rmdir old", "rename ckpt.pt.tmp", "create lock"}; resend && !slices.Equal(rec.resent, want) {
 			t.Errorf("marked %q, want %q", rec.resent, want)
 		}
 		var out gofuse.EntryOut
