@@ -23,9 +23,10 @@ import (
 // restarts, so a statfs it sends waits at worst until the successor
 // resends it, and the node plugin never waits in the kernel itself.
 //
-// One statfs per connection (Entry.Dev) is in the kernel at a time: while
-// one has not returned, the next is answered Pending at once, so a dead
-// server costs the holder one thread per connection, not one per check.
+// One statfs per connection (Entry.Dev) is in the kernel at a time: a
+// request while one is under way waits for its answer, so a dead server
+// costs the holder one thread per connection, not one per check, and two
+// checks of a healthy mount at the same moment both get figures.
 
 // Sentinel errors of Statfs.
 var (
@@ -43,60 +44,67 @@ var (
 // answers Pending (the statfs goes on in the kernel).
 const maxStatfsWait = time.Minute
 
-// probes runs the holder's statfs calls, one per connection at a time.
+// probes runs the holder's statfs calls, one per connection at a time:
+// a request for a connection whose statfs is under way waits for that
+// call's answer (within its own wait) instead of sending another.
 type probes struct {
 	mu       sync.Mutex
-	inflight map[uint64]bool // by device number
+	inflight map[uint64]*probeCall // by device number
 }
 
-func newProbes() probes { return probes{inflight: map[uint64]bool{}} }
+// probeCall is one statfs in the kernel; st and err are set before done
+// is closed.
+type probeCall struct {
+	done chan struct{}
+	st   unix.Statfs_t
+	err  error
+}
+
+func newProbes() probes { return probes{inflight: map[uint64]*probeCall{}} }
 
 // statfs answers an opStatfs request; root is the mount's O_PATH
-// descriptor, closed once the call returned.
+// descriptor, closed once the call returned (or at once when another
+// call of the connection is under way).
 func (p *probes) statfs(req request, root *os.File) reply {
 	if root == nil {
 		return reply{Error: "statfs without a descriptor"}
 	}
 	dev := req.Entry.Dev
 	p.mu.Lock()
-	if p.inflight[dev] {
-		p.mu.Unlock()
-		_ = root.Close()
-		return reply{Pending: true}
+	call, joined := p.inflight[dev]
+	if !joined {
+		call = &probeCall{done: make(chan struct{})}
+		p.inflight[dev] = call
 	}
-	p.inflight[dev] = true
 	p.mu.Unlock()
-
-	type result struct {
-		st  unix.Statfs_t
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		r.err = unix.Fstatfs(int(root.Fd()), &r.st)
+	if joined {
 		_ = root.Close()
-		p.mu.Lock()
-		delete(p.inflight, dev)
-		p.mu.Unlock()
-		done <- r
-	}()
-	wait := min(time.Duration(req.WaitMillis)*time.Millisecond, maxStatfsWait)
-	t := time.NewTimer(wait)
+	} else {
+		go func() {
+			call.err = unix.Fstatfs(int(root.Fd()), &call.st)
+			_ = root.Close()
+			p.mu.Lock()
+			delete(p.inflight, dev)
+			p.mu.Unlock()
+			close(call.done)
+		}()
+	}
+	t := time.NewTimer(min(time.Duration(req.WaitMillis)*time.Millisecond, maxStatfsWait))
 	defer t.Stop()
 	select {
-	case r := <-done:
-		var errno unix.Errno
-		switch {
-		case r.err == nil:
-			return reply{Statfs: &r.st}
-		case errors.As(r.err, &errno):
-			return reply{Errno: int(errno)}
-		}
-		return reply{Error: r.err.Error()}
+	case <-call.done:
 	case <-t.C:
 		return reply{Pending: true}
 	}
+	var errno unix.Errno
+	switch {
+	case call.err == nil:
+		st := call.st
+		return reply{Statfs: &st}
+	case errors.As(call.err, &errno):
+		return reply{Errno: int(errno)}
+	}
+	return reply{Error: call.err.Error()}
 }
 
 // Statfs asks the holder to statfs the mount whose root root is (an

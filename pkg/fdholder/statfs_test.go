@@ -49,12 +49,20 @@ func TestStatfsWithoutAHolderOrDescriptor(t *testing.T) {
 
 func TestStatfsOneAtATimePerConnection(t *testing.T) {
 	p := newProbes()
-	p.inflight[9] = true // a statfs of device 9 has not returned
+	call := &probeCall{done: make(chan struct{})} // a statfs of device 9 under way
+	p.inflight[9] = call
 	_, w := pipe(t)
-	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 1000}, w); !rep.Pending {
-		t.Errorf("a second statfs of a connection with one pending = %+v, want Pending at once", rep)
+	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 50}, w); !rep.Pending {
+		t.Errorf("a statfs of a connection whose statfs has not returned = %+v, want Pending after its wait", rep)
 	}
 	if len(p.inflight) != 1 {
 		t.Errorf("in flight = %v, want only the first", p.inflight)
+	}
+	// Once the call under way answers, a request joining it gets its figures.
+	call.st.Blocks = 42
+	close(call.done)
+	_, w2 := pipe(t)
+	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 1000}, w2); rep.Statfs == nil || rep.Statfs.Blocks != 42 {
+		t.Errorf("a statfs joining one that answered = %+v, want its figures", rep)
 	}
 }

@@ -146,8 +146,8 @@ func TestCheckLeavesNoThreadInADeadServer(t *testing.T) {
 		t.Fatalf("the checking process could not exit while the FUSE server held its statfs (then: %v); it said: %s", err, out())
 	}
 
-	// A second check of the connection waits for nothing: the first one
-	// is still in the holder's hands.
+	// A second check of the connection sends no second statfs: it waits
+	// for the first one's answer, which does not come within its time.
 	k := NewLinuxKernel(fdholder.NewClient(sock))
 	cctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	err = k.Check(cctx, mnt)
