@@ -137,3 +137,32 @@ func TestClaimNoteOutlivesTheCreate(t *testing.T) {
 		t.Errorf("claim notes after the create returned: %v, want lock's (it lingers)", got)
 	}
 }
+
+// TestLostClaimLeavesNoNote: a claim another creator's object refused
+// leaves no note behind it, so a successor that gets the CREATE again
+// answers EEXIST instead of taking that object for this process's claim.
+func TestLostClaimLeavesNoNote(t *testing.T) {
+	store, _ := newFileStore(t)
+	spec := mountSpec{cfg: Config{Spec: mountspec.Spec{NegativeMetadataTTL: time.Hour}}, cache: realCache}
+	backend := newBackend(t, store, spec)
+	fsys, err := newFS(spec.cfg, store, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.claimLinger = time.Hour // before the mount: request goroutines read it
+	m := mountFS(t, fsys)
+	// The kernel believes "lock" missing; another node then holds it.
+	if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "lock")) }); errnoOf(err) != syscall.ENOENT {
+		t.Fatalf("stat lock: %v", err)
+	}
+	put(t, store, "lock", nil)
+	_, err = within(t, "create", func() (*os.File, error) {
+		return os.OpenFile(path(m, "lock"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	})
+	if errnoOf(err) != syscall.EEXIST {
+		t.Fatalf("exclusive create of another node's lock: %v, want EEXIST", err)
+	}
+	if got := readClaimNotes(backend.WritesDir(), time.Now()); !got["lock"].IsZero() {
+		t.Errorf("claim notes after the claim was lost: %v, want none for lock", got)
+	}
+}

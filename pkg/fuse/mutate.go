@@ -37,7 +37,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 	var existing, claimed *objstore.ObjectInfo
 	switch {
 	case flags&syscall.O_EXCL != 0:
-		defer f.lingerNote(f.noteClaim(key)) // for a successor, should this process die (claims.go)
+		noted := f.noteClaim(key) // for a successor, should this process die (claims.go)
 		info, err := f.claim(ctx, key, created)
 		if errors.Is(err, objstore.ErrExists) {
 			if mine, ok := f.predecessorsClaim(ctx, key, name); ok {
@@ -45,6 +45,13 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 			} else {
 				d.lostClaim(key, name)
 			}
+		}
+		if errors.Is(err, objstore.ErrExists) {
+			// Another creator's object is there: a successor that got
+			// this CREATE again must not take it for this process's claim.
+			noted()
+		} else {
+			defer f.lingerNote(noted)
 		}
 		if err != nil {
 			return nil, nil, 0, f.errno("create", key, err)
