@@ -89,7 +89,7 @@ func (s *Server) Serve(ctx context.Context, lis *net.UnixListener) error {
 				klog.ErrorS(err, "fdholder: refusing a client")
 				return
 			}
-			s.serveConn(c)
+			s.serveConn(c, ctx.Done())
 		}()
 	}
 }
@@ -116,8 +116,9 @@ func authorize(c *net.UnixConn) error {
 	return nil
 }
 
-// serveConn answers one client's requests until it hangs up.
-func (s *Server) serveConn(c *net.UnixConn) {
+// serveConn answers one client's requests until it hangs up; stop ends
+// a statfs wait.
+func (s *Server) serveConn(c *net.UnixConn, stop <-chan struct{}) {
 	for {
 		var req request
 		fd, err := receive(c, &req)
@@ -130,7 +131,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		var rep reply
 		var out *os.File
 		if req.Op == opStatfs {
-			rep = s.probes.statfs(req, fd) // may wait: outside s.mu
+			rep = s.probes.statfs(req, fd, stop) // may wait: outside s.mu
 		} else {
 			rep, out = s.handle(req, fd)
 		}

@@ -64,8 +64,9 @@ func newProbes() probes { return probes{inflight: map[uint64]*probeCall{}} }
 
 // statfs answers an opStatfs request; root is the mount's O_PATH
 // descriptor, closed once the call returned (or at once when another
-// call of the connection is under way).
-func (p *probes) statfs(req request, root *os.File) reply {
+// call of the connection is under way). It answers Pending when stop is
+// closed.
+func (p *probes) statfs(req request, root *os.File, stop <-chan struct{}) reply {
 	if root == nil {
 		return reply{Error: "statfs without a descriptor"}
 	}
@@ -82,11 +83,13 @@ func (p *probes) statfs(req request, root *os.File) reply {
 	} else {
 		go func() {
 			call.err = unix.Fstatfs(int(root.Fd()), &call.st)
-			_ = root.Close()
 			p.mu.Lock()
 			delete(p.inflight, dev)
 			p.mu.Unlock()
 			close(call.done)
+			// Last: the descriptor keeps the mount's device number in
+			// use, so no new mount can get it while this call is listed.
+			_ = root.Close()
 		}()
 	}
 	t := time.NewTimer(min(time.Duration(req.WaitMillis)*time.Millisecond, maxStatfsWait))
@@ -94,6 +97,8 @@ func (p *probes) statfs(req request, root *os.File) reply {
 	select {
 	case <-call.done:
 	case <-t.C:
+		return reply{Pending: true}
+	case <-stop: // the holder is stopping
 		return reply{Pending: true}
 	}
 	var errno unix.Errno

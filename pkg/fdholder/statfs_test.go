@@ -52,7 +52,7 @@ func TestStatfsOneAtATimePerConnection(t *testing.T) {
 	call := &probeCall{done: make(chan struct{})} // a statfs of device 9 under way
 	p.inflight[9] = call
 	_, w := pipe(t)
-	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 50}, w); !rep.Pending {
+	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 50}, w, nil); !rep.Pending {
 		t.Errorf("a statfs of a connection whose statfs has not returned = %+v, want Pending after its wait", rep)
 	}
 	if len(p.inflight) != 1 {
@@ -62,7 +62,7 @@ func TestStatfsOneAtATimePerConnection(t *testing.T) {
 	call.st.Blocks = 42
 	close(call.done)
 	_, w2 := pipe(t)
-	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 1000}, w2); rep.Statfs == nil || rep.Statfs.Blocks != 42 {
+	if rep := p.statfs(request{Op: opStatfs, Entry: Entry{Dev: 9}, WaitMillis: 1000}, w2, nil); rep.Statfs == nil || rep.Statfs.Blocks != 42 {
 		t.Errorf("a statfs joining one that answered = %+v, want its figures", rep)
 	}
 }

@@ -209,6 +209,24 @@ func findLastMount(infos []mountutils.MountInfo, path string) (mountutils.MountI
 	return mountutils.MountInfo{}, fmt.Errorf("%w: %s", ErrNotMounted, path)
 }
 
+// findContainingMount returns the visible mount that path lies in: the
+// last entry whose mount point is path or its nearest ancestor.
+func findContainingMount(infos []mountutils.MountInfo, path string) (mountutils.MountInfo, bool) {
+	path = filepath.Clean(path)
+	best := -1
+	for i, mi := range infos {
+		mp := mi.MountPoint
+		inside := path == mp || mp == "/" || strings.HasPrefix(path, mp+"/")
+		if inside && (best < 0 || len(mp) >= len(infos[best].MountPoint)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return mountutils.MountInfo{}, false
+	}
+	return infos[best], true
+}
+
 // MountDev implements Kernel: the last mount on target in
 // /proc/self/mountinfo.
 func (k *LinuxKernel) MountDev(_ context.Context, target string) (uint64, error) {

@@ -43,3 +43,27 @@ func TestFindLastMount(t *testing.T) {
 		t.Errorf("findLastMount(/none) = %v, want ErrNotMounted", err)
 	}
 }
+
+func TestFindContainingMount(t *testing.T) {
+	infos := []mountutils.MountInfo{
+		{ID: 1, MountPoint: "/"},
+		{ID: 2, MountPoint: "/shares/s1"},
+		{ID: 3, MountPoint: "/shares/s10"},
+		{ID: 4, MountPoint: "/shares/s1"}, // mounted over 2
+	}
+	for path, want := range map[string]int{
+		"/shares/s1":          4,
+		"/shares/s1/":         4,
+		"/shares/s1/team-a/x": 4,
+		"/shares/s10/y":       3,
+		"/shares/s100":        1,
+		"/var/lib":            1,
+	} {
+		if mi, ok := findContainingMount(infos, path); !ok || mi.ID != want {
+			t.Errorf("findContainingMount(%s) = mount %d (%v), want %d", path, mi.ID, ok, want)
+		}
+	}
+	if _, ok := findContainingMount(infos[1:3], "/var"); ok {
+		t.Error("findContainingMount(/var) without a root mount found one")
+	}
+}

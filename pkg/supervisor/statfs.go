@@ -41,14 +41,20 @@ func KernelFor(h Holder) *LinuxKernel {
 	return NewLinuxKernel(p)
 }
 
-// Statfs implements Kernel. A FUSE mount point is asked through the
-// Prober; this process asks itself only without one, when no holder
-// answers or the holder is too old, and for what is no FUSE mount point
-// (a plain directory reaches no FUSE server).
+// Statfs implements Kernel. A path in a FUSE mount is asked through the
+// Prober, at its mount's root; this process asks itself only without a
+// Prober, when no holder listens or the holder is too old, and for a path
+// in no FUSE mount (it reaches no FUSE server).
 func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, error) {
 	if k.prober != nil {
-		if mi, err := lastMount(path); err == nil && strings.HasPrefix(mi.FsType, "fuse") {
-			st, err := k.probe(ctx, path, unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)))
+		// The figures are the file system's, so a path below a mount
+		// point (a shared volume's directory) asks its mount's root.
+		infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+		if err != nil {
+			return unix.Statfs_t{}, fmt.Errorf("supervisor: read the mount table: %w", err)
+		}
+		if mi, ok := findContainingMount(infos, path); ok && strings.HasPrefix(mi.FsType, "fuse") {
+			st, err := k.probe(ctx, mi.MountPoint, unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)))
 			if !errors.Is(err, errAskHere) {
 				return st, err
 			}
@@ -98,12 +104,14 @@ func (k *LinuxKernel) probe(ctx context.Context, path string, dev uint64) (unix.
 		return st, nil
 	case errors.Is(err, fdholder.ErrFileSystem) && errors.As(err, &errno):
 		return unix.Statfs_t{}, statfsError(&fs.PathError{Op: "statfs", Path: path, Err: errno})
-	case errors.Is(err, fdholder.ErrPending):
-		return unix.Statfs_t{}, fmt.Errorf("statfs %s: %w (%w)", path, ErrTimeout, err)
+	case errors.Is(err, fdholder.ErrUnavailable), errors.Is(err, fdholder.ErrUnsupported):
+		// No holder, or one of an earlier version.
+		klog.V(2).InfoS("no descriptor holder runs statfs; asking from the node plugin", "path", path, "err", err)
+		return unix.Statfs_t{}, errAskHere
 	}
-	// No holder, an older one, or one that died mid-call.
-	klog.V(2).InfoS("statfs through the descriptor holder failed; asking from the node plugin", "path", path, "err", err)
-	return unix.Statfs_t{}, errAskHere
+	// Pending, a late answer, a holder that hung up mid-call: the mount
+	// may be what does not answer, so this process does not ask it.
+	return unix.Statfs_t{}, fmt.Errorf("statfs %s: %w (%w)", path, ErrTimeout, err)
 }
 
 // statfsError classifies a failed statfs: a corrupted mount is ErrBroken.

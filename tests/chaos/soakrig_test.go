@@ -198,8 +198,6 @@ func (s *soakRig) isFUSE(pid int) bool {
 	return false
 }
 
-// waitHealthy waits until the node plugin answers a statfs of v's
-// staging path through NodeGetVolumeStats.
 // storeServes waits until MinIO serves the volumes' requests after a
 // restart: it issues temporary credentials (its IAM is initialised; the
 // volumes use such credentials) and answers a HEAD (its object layer is
@@ -224,6 +222,8 @@ func (s *soakRig) storeServes(ctx context.Context) error {
 	}
 }
 
+// waitHealthy waits until the node plugin answers a statfs of v's
+// staging path through NodeGetVolumeStats.
 func (s *soakRig) waitHealthy(v *soakVol, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
