@@ -9,6 +9,7 @@ import (
 
 	"github.com/basin-csi/basin/pkg/fuse/takeover"
 	"github.com/basin-csi/basin/pkg/mountspec"
+	"github.com/basin-csi/basin/pkg/objstore"
 )
 
 // TestResentExclusiveCreate: a process died after its claim of "mine"
@@ -119,14 +120,7 @@ func TestResentExclusiveCreate(t *testing.T) {
 // again.
 func TestClaimNoteOutlivesTheCreate(t *testing.T) {
 	store, _ := newFileStore(t)
-	spec := mountSpec{cache: realCache}
-	backend := newBackend(t, store, spec)
-	fsys, err := newFS(spec.cfg, store, backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys.claimLinger = time.Hour // before the mount: request goroutines read it
-	m := mountFS(t, fsys)
+	m, backend := mountLingering(t, store)
 	f := must(t, "create", func() (*os.File, error) {
 		return os.OpenFile(path(m, "lock"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	})
@@ -143,20 +137,13 @@ func TestClaimNoteOutlivesTheCreate(t *testing.T) {
 // answers EEXIST instead of taking that object for this process's claim.
 func TestLostClaimLeavesNoNote(t *testing.T) {
 	store, _ := newFileStore(t)
-	spec := mountSpec{cfg: Config{Spec: mountspec.Spec{NegativeMetadataTTL: time.Hour}}, cache: realCache}
-	backend := newBackend(t, store, spec)
-	fsys, err := newFS(spec.cfg, store, backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys.claimLinger = time.Hour // before the mount: request goroutines read it
-	m := mountFS(t, fsys)
+	m, backend := mountLingering(t, store)
 	// The kernel believes "lock" missing; another node then holds it.
 	if _, err := within(t, "stat", func() (os.FileInfo, error) { return os.Stat(path(m, "lock")) }); errnoOf(err) != syscall.ENOENT {
 		t.Fatalf("stat lock: %v", err)
 	}
 	put(t, store, "lock", nil)
-	_, err = within(t, "create", func() (*os.File, error) {
+	_, err := within(t, "create", func() (*os.File, error) {
 		return os.OpenFile(path(m, "lock"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	})
 	if errnoOf(err) != syscall.EEXIST {
@@ -165,4 +152,19 @@ func TestLostClaimLeavesNoNote(t *testing.T) {
 	if got := readClaimNotes(backend.WritesDir(), time.Now()); !got["lock"].IsZero() {
 		t.Errorf("claim notes after the claim was lost: %v, want none for lock", got)
 	}
+}
+
+// mountLingering mounts store on a real cache whose claim notes linger an
+// hour after their CREATE (set before the mount: request goroutines read
+// it), with an hour's negative TTL.
+func mountLingering(t *testing.T, store objstore.Store) (*testMount, cacheBackend) {
+	t.Helper()
+	spec := mountSpec{cfg: Config{Spec: mountspec.Spec{NegativeMetadataTTL: time.Hour}}, cache: realCache}
+	backend := newBackend(t, store, spec)
+	fsys, err := newFS(spec.cfg, store, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.claimLinger = time.Hour
+	return mountFS(t, fsys), backend
 }
