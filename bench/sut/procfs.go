@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // mountFSType returns the file system type mounted exactly at dir, or ""
@@ -90,6 +91,27 @@ func parseVmHWM(status string) (int64, error) {
 // after.
 func ResetPeakRSS(pid int) error {
 	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0o200)
+}
+
+// Measure runs work and returns the CPU time pid (with its children)
+// spent meanwhile and pid's peak resident set during it.
+func Measure(pid int, work func() error) (cpu time.Duration, peak int64, err error) {
+	if err := ResetPeakRSS(pid); err != nil {
+		return 0, 0, err
+	}
+	cpu0, err := ProcessCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := work(); err != nil {
+		return 0, 0, err
+	}
+	cpu1, err := ProcessCPU(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	peak, err = PeakRSSOf(pid)
+	return cpu1 - cpu0, peak, err
 }
 
 // LoadAverage is /proc/loadavg's 1, 5 and 15 minute load averages as

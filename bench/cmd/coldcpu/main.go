@@ -188,24 +188,12 @@ func epochOf(ctx context.Context, s sut.System, set dataset.Set, keys []string, 
 	if err := scenario.DropCaches(); err != nil {
 		return r, err
 	}
-	pid := s.PID()
-	if err := sut.ResetPeakRSS(pid); err != nil {
-		return r, err
-	}
-	cpu0, err := sut.ProcessCPU(pid)
-	if err != nil {
-		return r, err
-	}
 	r.load, _, _ = strings.Cut(sut.LoadAverage(), ",") // the 1-minute load
-	if r.res, err = epoch.Read(ctx, mnt, keys, set, threads, nil); err != nil {
-		return r, err
-	}
-	cpu1, err := sut.ProcessCPU(pid)
+	r.cpu, r.peak, err = sut.Measure(s.PID(), func() (err error) {
+		r.res, err = epoch.Read(ctx, mnt, keys, set, threads, nil)
+		return err
+	})
 	if err != nil {
-		return r, err
-	}
-	r.cpu = cpu1 - cpu0
-	if r.peak, err = sut.PeakRSSOf(pid); err != nil {
 		return r, err
 	}
 	if err := epoch.VerifySample(mnt, set, keys, ""); err != nil {

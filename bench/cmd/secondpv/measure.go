@@ -60,27 +60,16 @@ func (p *player) measure(ctx context.Context, w what, round int, drop bool, pid 
 	}
 	p.epochs++
 	keys := epoch.Keys(p.set, 0x5ec0+p.epochs, inSetDir)
-	if err := sut.ResetPeakRSS(pid); err != nil {
-		return r, err
-	}
-	cpu0, err := sut.ProcessCPU(pid)
-	if err != nil {
-		return r, err
-	}
 	ectx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	before := p.proxy.Stats()
-	r.res, err = epoch.Read(ectx, root, keys, p.set, p.threads, nil)
+	var err error
+	r.cpu, r.peakRSS, err = sut.Measure(pid, func() (err error) {
+		r.res, err = epoch.Read(ectx, root, keys, p.set, p.threads, nil)
+		return err
+	})
 	r.origin = p.proxy.Stats().Sub(before)
 	if err != nil {
-		return r, err
-	}
-	cpu1, err := sut.ProcessCPU(pid)
-	if err != nil {
-		return r, err
-	}
-	r.cpu = cpu1 - cpu0
-	if r.peakRSS, err = sut.PeakRSSOf(pid); err != nil {
 		return r, err
 	}
 	missing := ""
