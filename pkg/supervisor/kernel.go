@@ -121,10 +121,14 @@ func (k *LinuxKernel) Unmount(ctx context.Context, target string) error {
 // attribute cache; statfs always reaches the FUSE server, so a hung or not
 // yet serving process cannot pass.
 func (k *LinuxKernel) Check(ctx context.Context, target string) error {
-	if _, err := lastMount(target); err != nil {
+	infos, err := readMountTable()
+	if err != nil {
 		return err
 	}
-	_, err := k.Statfs(ctx, target)
+	if _, err := findLastMount(infos, target); err != nil {
+		return err
+	}
+	_, err = k.statfsIn(ctx, infos, target)
 	switch {
 	case err == nil, errors.Is(err, ErrTimeout), errors.Is(err, ErrBroken):
 		return err
@@ -191,11 +195,20 @@ func perMountFlags(opts []string) uintptr {
 // /proc/self/mountinfo), or an error wrapping ErrNotMounted when path is
 // no mount point.
 func lastMount(path string) (mountutils.MountInfo, error) {
-	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	infos, err := readMountTable()
 	if err != nil {
-		return mountutils.MountInfo{}, fmt.Errorf("supervisor: read the mount table: %w", err)
+		return mountutils.MountInfo{}, err
 	}
 	return findLastMount(infos, path)
+}
+
+// readMountTable parses /proc/self/mountinfo.
+func readMountTable() ([]mountutils.MountInfo, error) {
+	infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: read the mount table: %w", err)
+	}
+	return infos, nil
 }
 
 // findLastMount is lastMount on a parsed mount table.

@@ -46,13 +46,22 @@ func KernelFor(h Holder) *LinuxKernel {
 // Prober, when no holder listens or the holder is too old, and for a path
 // in no FUSE mount (it reaches no FUSE server).
 func (k *LinuxKernel) Statfs(ctx context.Context, path string) (unix.Statfs_t, error) {
+	var infos []mountutils.MountInfo
+	if k.prober != nil {
+		var err error
+		if infos, err = readMountTable(); err != nil {
+			return unix.Statfs_t{}, err
+		}
+	}
+	return k.statfsIn(ctx, infos, path)
+}
+
+// statfsIn is Statfs with the mount table already read (infos; unused
+// without a Prober).
+func (k *LinuxKernel) statfsIn(ctx context.Context, infos []mountutils.MountInfo, path string) (unix.Statfs_t, error) {
 	if k.prober != nil {
 		// The figures are the file system's, so a path below a mount
 		// point (a shared volume's directory) asks its mount's root.
-		infos, err := mountutils.ParseMountInfo("/proc/self/mountinfo")
-		if err != nil {
-			return unix.Statfs_t{}, fmt.Errorf("supervisor: read the mount table: %w", err)
-		}
 		if mi, ok := findContainingMount(infos, path); ok && strings.HasPrefix(mi.FsType, "fuse") {
 			st, err := k.probe(ctx, mi.MountPoint, unix.Mkdev(uint32(mi.Major), uint32(mi.Minor)))
 			if !errors.Is(err, errAskHere) {
