@@ -170,25 +170,21 @@ func storeOutages(done []injected) []outage {
 	slices.SortFunc(evs, func(a, b injected) int { return a.Start.Compare(b.Start) })
 	var out []outage
 	var cur outage
-	restart := false
-	flush := func() {
-		if restart {
-			out = append(out, cur)
-		}
-	}
+	restart := false // cur includes a restart
 	for i, ev := range evs {
-		if i > 0 && ev.Start.After(cur.End.Add(outageGap)) {
-			flush()
-			restart = false
-		}
 		if i == 0 || ev.Start.After(cur.End.Add(outageGap)) {
-			cur = outage{Start: ev.Start, End: ev.End}
+			if restart {
+				out = append(out, cur)
+			}
+			cur, restart = outage{Start: ev.Start, End: ev.End}, false
 		} else if ev.End.After(cur.End) {
 			cur.End = ev.End
 		}
 		restart = restart || ev.Kind == "minio-restart"
 	}
-	flush()
+	if restart {
+		out = append(out, cur)
+	}
 	return out
 }
 
