@@ -125,15 +125,12 @@ func (c *Client) Statfs(ctx context.Context, dev uint64, root *os.File) (unix.St
 		// why, where its own deadline would only say "timeout".
 		wait = min(wait, time.Until(d)*9/10)
 	}
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return unix.Statfs_t{}, err
-	}
-	defer func() { _ = conn.Close() }()
 	cc := *c
 	cc.timeout = wait + c.timeout // the holder answers within wait
+	// A volume ID in name only: a holder of an earlier version refuses a
+	// request without one before it says the operation is unknown.
 	req := request{Op: opStatfs, Entry: Entry{Dev: dev, VolumeID: "dev " + strconv.FormatUint(dev, 10)}, WaitMillis: wait.Milliseconds()}
-	rep, fd, err := cc.exchange(ctx, conn, req, root)
+	rep, fd, err := cc.call(ctx, req, root)
 	if fd != nil {
 		_ = fd.Close()
 	}
