@@ -223,15 +223,22 @@ func (s *soakRig) storeServes(ctx context.Context) error {
 }
 
 // waitHealthy waits until the node plugin answers a statfs of v's
-// staging path through NodeGetVolumeStats.
+// staging path and of its published target through NodeGetVolumeStats.
+// Both count: after a remount the new mount serves on the staging path
+// before it is bound over the target, and the pod reads the target (a
+// soak once ended a remount's window 11 s before its target served).
 func (s *soakRig) waitHealthy(v *soakVol, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) && s.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
 		last = s.node.call(ctx, func(ctx context.Context, c csi.NodeClient) error {
-			_, err := c.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.id, VolumePath: v.pub.staging})
-			return err
+			for _, path := range []string{v.pub.staging, v.pub.target} {
+				if _, err := c.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.id, VolumePath: path}); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		cancel()
 		if last == nil {
