@@ -80,6 +80,10 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *gofuse.EntryOut)
 			return ch, 0
 		}
 	}
+	// A file a predecessor acknowledged goes to the bucket first.
+	if _, errno := d.fsys.settleErrno(ctx, "lookup", key); errno != 0 {
+		return nil, errno
+	}
 	ctx, cancel := d.fsys.opContext(ctx)
 	defer cancel()
 	// Readers open many files of a directory by name: one listing page
@@ -147,6 +151,17 @@ func (d *dirNode) fileChild(ctx context.Context, name, key string, info objstore
 	ino, errno := d.fsys.inodeOf(key, ino)
 	if errno != 0 {
 		return nil, errno
+	}
+	// A listing's entry of a file a predecessor acknowledged: upload it
+	// first, then take the new object's attributes.
+	if settled, errno := d.fsys.settleErrno(ctx, "lookup", key); errno != 0 {
+		return nil, errno
+	} else if settled {
+		fresh, err := d.fsys.cache.Stat(ctx, key)
+		if err != nil {
+			return nil, d.fsys.errno("lookup", key, err)
+		}
+		info = fresh
 	}
 	meta, known := d.fsys.objectMeta(ctx, info)
 	if a := parsePosix(meta); a.isLink() {

@@ -203,4 +203,14 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *gofuse.EntryOu
 
 // Fsyncdir succeeds: directory changes are in the bucket when their
 // operation returns.
-func (h *dirHandle) Fsyncdir(context.Context, uint32) syscall.Errno { return 0 }
+//
+// With uploadMode async it uploads every file whose close was acknowledged
+// and not uploaded yet, in the whole volume: the kernel never sends
+// FUSE_SYNCFS to a FUSE server (virtiofs only), so sync(1) and syncfs(2)
+// cannot wait for them, and a directory fsync is the barrier.
+func (h *dirHandle) Fsyncdir(ctx context.Context, _ uint32) syscall.Errno {
+	if err := h.dir.fsys.uploads.flushAll(context.WithoutCancel(ctx)); err != nil {
+		return h.dir.fsys.errno("fsyncdir", h.key, err)
+	}
+	return 0
+}

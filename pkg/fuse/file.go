@@ -113,11 +113,12 @@ func (n *fileNode) currentInfo() objstore.ObjectInfo {
 	return info
 }
 
-// pendingWrite reports whether the file is being written here.
+// pendingWrite reports whether the file is being written here, or its
+// upload after close is pending (uploadMode: async).
 func (n *fileNode) pendingWrite() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.w != nil && n.w.writers.Load() > 0
+	return n.w != nil && (n.w.writers.Load() > 0 || n.w.queued.Load())
 }
 
 func (n *fileNode) fillAttr(out *gofuse.Attr) {

@@ -51,6 +51,10 @@ type FS struct {
 	// claim's note outlives its CREATE (claimNoteLinger; tests set it).
 	claims      inheritedClaims
 	claimLinger time.Duration
+	// uploads runs the uploads after close (uploadMode: async) and those
+	// of the files a predecessor acknowledged (recovery).
+	uploads  *uploader
+	recovery recovery
 
 	counters counters
 }
@@ -74,6 +78,7 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 	f := &FS{cfg: cfg.withDefaults(), store: store, cache: c, writes: newStagedWrites(c.WritesDir()), started: time.Now(),
 		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal), claimLinger: claimNoteLinger}
 	f.root = &dirNode{fsys: f}
+	f.uploads = newUploader(f)
 	return f, nil
 }
 

@@ -134,6 +134,7 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 		server.Serve()
 		f.inodeReads.closeAll() // no RELEASE comes for them
 		f.claims.dropAll()      // unmounted: no CREATE is resent to a successor
+		f.uploads.drain(uploadDrainTimeout)
 		close(m.done)
 	}()
 	go f.sweepUploads(m.done)
@@ -170,8 +171,10 @@ func (f *FS) Mount(ctx context.Context, mountpoint string, opts MountOptions) (*
 // Done is closed when the mount stopped being served (unmounted by anyone).
 func (m *Mounted) Done() <-chan struct{} { return m.done }
 
-// Unmount detaches the mount and waits for the serve loop to end. A busy
-// mount (open files) is retried for a few seconds and then lazily detached.
+// Unmount detaches the mount and waits for the serve loop to end, and for
+// the uploads after close still pending (up to uploadDrainTimeout,
+// asyncupload.go). A busy mount (open files) is retried for a few seconds
+// and then lazily detached.
 // In fd mode the caller owns the mount; Unmount returns at once.
 func (m *Mounted) Unmount() error {
 	m.unmountMu.Lock()
@@ -194,7 +197,7 @@ func (m *Mounted) Unmount() error {
 	}
 	select {
 	case <-m.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(10*time.Second + uploadDrainTimeout):
 		return fmt.Errorf("unmount %s: serve loop did not end", m.mountpoint)
 	}
 	return err

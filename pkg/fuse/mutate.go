@@ -21,6 +21,9 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	if _, errno := f.settleErrno(ctx, "create", key); errno != 0 {
+		return nil, nil, 0, errno // a predecessor's acknowledged file comes first
+	}
 	// CREATE follows a negative lookup, which may be stale (kernel and
 	// cache trust "missing" for NegativeMetadataTTL). With O_EXCL the bucket
 	// decides: the name is claimed there at once (exclusive.go), and a
@@ -180,6 +183,27 @@ func stillWriting(ctx context.Context, n *fs.Inode) bool {
 	return false
 }
 
+// uploadPendingUnder uploads the content of the files under n whose
+// close was acknowledged and not uploaded yet (uploadMode: async), before
+// a rename of directory n copies their objects.
+func uploadPendingUnder(ctx context.Context, n *fs.Inode) error {
+	if fn, ok := n.Operations().(*fileNode); ok {
+		if w, _ := fn.writeStates(); w != nil {
+			if err := w.uploadAcked(ctx); err != nil {
+				return err
+			}
+			w.forgetUploaded() // its object moves with the directory
+		}
+		return nil
+	}
+	for _, ch := range n.Children() {
+		if err := uploadPendingUnder(ctx, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // hasPendingWrites reports whether a file under n is being written.
 func hasPendingWrites(n *fs.Inode) bool {
 	if fn, ok := n.Operations().(*fileNode); ok {
@@ -206,6 +230,9 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 	key, errno := d.childKeyToChange(name)
 	if errno != 0 {
 		return errno
+	}
+	if _, errno := f.settleErrno(ctx, "unlink", key); errno != 0 {
+		return errno // a predecessor's acknowledged file comes first
 	}
 	if ch := d.GetChild(name); ch != nil {
 		if fn, ok := ch.Operations().(*fileNode); ok {

@@ -51,6 +51,11 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if src == dst {
 		return 0
 	}
+	for _, key := range []string{src, dst} {
+		if _, errno := f.settleErrno(ctx, "rename", key); errno != 0 {
+			return errno // a predecessor's acknowledged file comes first
+		}
+	}
 	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	srcIsDir, errno := d.childIsDir(ctx, name, src)
@@ -178,9 +183,13 @@ func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall
 		if w == nil {
 			continue
 		}
+		// A pending upload after close too (uploadMode: async): the
+		// copy below then moves the written content.
 		if err := w.upload(ctx); err != nil {
 			return f.errno("rename", src, err)
 		}
+		// Its finish must not install the old name's object.
+		w.forgetUploaded()
 	}
 	if finishing != nil {
 		// Its install into the cache under the old name must not follow
@@ -214,8 +223,13 @@ func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall
 // Each request gets the op timeout; the whole walk is not bounded.
 func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExists bool) syscall.Errno {
 	f := d.fsys
-	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
-		return syscall.EBUSY
+	if ch := d.GetChild(name); ch != nil {
+		if err := uploadPendingUnder(ctx, ch); err != nil {
+			return f.errno("rename", src, err)
+		}
+		if stillWriting(ctx, ch) {
+			return syscall.EBUSY
+		}
 	}
 	if dstExists {
 		page, err := f.store.List(ctx, objstore.ListOptions{Prefix: dst + "/", MaxKeys: 2})

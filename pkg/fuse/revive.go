@@ -28,6 +28,9 @@ func (d *dirNode) LookupNode(ctx context.Context, id uint64, out *gofuse.EntryOu
 	if !ok {
 		return nil, syscall.ESTALE // numbered but never committed: lost in the crash
 	}
+	if _, errno := f.settleErrno(ctx, "revive", key); errno != 0 {
+		return nil, errno // a file the predecessor acknowledged, not uploaded
+	}
 	octx, cancel := f.opContext(ctx)
 	defer cancel()
 	info, err := f.cache.Stat(octx, key)

@@ -80,6 +80,9 @@ func (n *fileNode) setPosix(ctx context.Context, in *gofuse.SetAttrIn) syscall.E
 		}
 	}
 	n.mu.Unlock()
+	if w != nil {
+		w.refreshAck() // an acknowledged close not uploaded yet
+	}
 	if (w != nil && w.pendingUpload()) || !linked || info.Key == "" {
 		return 0 // the coming upload carries it (or there is no object yet)
 	}

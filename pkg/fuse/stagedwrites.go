@@ -53,7 +53,7 @@ func newStagedWrites(dir string) *stagedWrites {
 
 // newPath names a new staged file of inode ino.
 func (s *stagedWrites) newPath(ino uint64) string {
-	return filepath.Join(s.dir, strconv.FormatUint(ino, 10)+"."+strconv.FormatUint(s.gen.Add(1), 10))
+	return filepath.Join(s.dir, stagedName(ino, s.gen.Add(1)))
 }
 
 // parseName returns the inode and generation of a staged file's name.
@@ -67,27 +67,41 @@ func parseName(name string) (ino, gen uint64, ok bool) {
 	return ino, gen, err1 == nil && err2 == nil
 }
 
+// ackedFile is a staged file whose close was acknowledged (stagedack.go).
+type ackedFile struct {
+	path string
+	note ackNote
+}
+
 // scan runs once before serving. Partial copies are removed, and so are
 // the staged files of inodes no predecessor may still have open
 // (inherited; in a fresh connection none: their writers' connection is
 // gone, and each of them got an error from it); the others are kept for
-// adoption.
-func (s *stagedWrites) scan(inherited func(ino uint64) bool) error {
+// adoption. An inode's newest staged file with a matching
+// acknowledgement note is neither: it is returned, to be uploaded
+// (stagedack.go); older files of the inode and notes of other files are
+// removed.
+func (s *stagedWrites) scan(inherited func(ino uint64) bool) ([]ackedFile, error) {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("fuse: staged writes: %w", err)
+		return nil, fmt.Errorf("fuse: staged writes: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	newest := map[uint64]uint64{} // ino → generation of the adoptable file
+	acks := map[string]bool{} // staged file names with a note
+	newest := map[uint64]uint64{} // ino → generation of its newest staged file
 	var remove []string
 	for _, e := range entries {
 		name := e.Name()
+		if staged, ok := isAckName(name); ok && e.Type().IsRegular() {
+			acks[staged] = true
+			continue
+		}
 		ino, gen, ok := parseName(name)
-		if !ok || !e.Type().IsRegular() || !inherited(ino) {
+		if !ok || !e.Type().IsRegular() {
 			remove = append(remove, name)
 			continue
 		}
@@ -96,21 +110,48 @@ func (s *stagedWrites) scan(inherited func(ino uint64) bool) error {
 				remove = append(remove, name)
 				continue
 			}
-			remove = append(remove, filepath.Base(s.adoptable[ino]))
+			remove = append(remove, stagedName(ino, old))
 		}
 		newest[ino] = gen
-		s.adoptable[ino] = filepath.Join(s.dir, name)
+	}
+	var acked []ackedFile
+	for ino, gen := range newest {
+		name := stagedName(ino, gen)
+		path := filepath.Join(s.dir, name)
+		if acks[name] {
+			delete(acks, name)
+			note, err := readAck(path + ackSuffix)
+			if err == nil {
+				acked = append(acked, ackedFile{path: path, note: note})
+				continue
+			}
+			klog.ErrorS(err, "an unreadable acknowledgement note; the staged file counts as not acknowledged", "path", path)
+			remove = append(remove, name+ackSuffix)
+		}
+		if !inherited(ino) {
+			remove = append(remove, name)
+			continue
+		}
+		s.adoptable[ino] = path
+	}
+	for name := range acks {
+		remove = append(remove, name+ackSuffix) // of a file removed above, or gone
 	}
 	for _, name := range remove {
 		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("fuse: staged writes: %w", err)
+			return nil, fmt.Errorf("fuse: staged writes: %w", err)
 		}
 	}
 	s.pending.Store(int32(len(s.adoptable)))
 	if len(s.adoptable) > 0 {
 		klog.InfoS("adopting files being written by the previous process", "files", len(s.adoptable))
 	}
-	return nil
+	return acked, nil
+}
+
+// stagedName is the name of the staged file of ino of generation gen.
+func stagedName(ino, gen uint64) string {
+	return strconv.FormatUint(ino, 10) + "." + strconv.FormatUint(gen, 10)
 }
 
 // take hands the staged file of ino to its adopter, once.

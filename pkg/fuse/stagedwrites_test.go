@@ -45,7 +45,7 @@ func TestStagedWritesFreshStartRemovesAll(t *testing.T) {
 	}
 	_ = part.Close()
 	s := newStagedWrites(dir)
-	if err := s.scan(func(uint64) bool { return false }); err != nil {
+	if _, err := s.scan(func(uint64) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	if left := names(t, dir); len(left) != 0 {
@@ -69,7 +69,7 @@ func TestStagedWritesResumeAdoptsNewestOfInheritedInodes(t *testing.T) {
 	_ = part.Close()
 
 	s := newStagedWrites(dir)
-	if err := s.scan(func(ino uint64) bool { return ino == 5 }); err != nil {
+	if _, err := s.scan(func(ino uint64) bool { return ino == 5 }); err != nil {
 		t.Fatal(err)
 	}
 	if left := names(t, dir); !slices.Equal(left, []string{filepath.Base(newer)}) {
@@ -99,7 +99,7 @@ func TestStagedWritesDropRemovesUnadopted(t *testing.T) {
 	prev := newStagedWrites(dir)
 	p := stage(t, prev, 5, "a")
 	s := newStagedWrites(dir)
-	if err := s.scan(func(uint64) bool { return true }); err != nil {
+	if _, err := s.scan(func(uint64) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	s.drop(5)

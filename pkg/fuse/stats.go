@@ -28,6 +28,15 @@ type Stats struct {
 	// AbortedUploads counts incomplete multipart uploads a dead process
 	// left in the volume, aborted by this one (orphans.go).
 	AbortedUploads int64
+	// PendingUploads and PendingUploadBytes are the files whose close was
+	// acknowledged and whose upload is pending (uploadMode: async, and a
+	// predecessor's acknowledged files); UploadFailures counts the failed
+	// background attempts (each is retried), SyncFallbacks the closes
+	// over the bounds that uploaded synchronously, RecoveredUploads the
+	// files a predecessor acknowledged that this process uploaded.
+	PendingUploads, PendingUploadBytes int64
+	UploadFailures, SyncFallbacks      int64
+	RecoveredUploads                   int64
 }
 
 // counters is the mutable form of Stats.
@@ -46,7 +55,13 @@ type counters struct {
 
 // Stats returns a snapshot of the counters.
 func (f *FS) Stats() Stats {
+	files, bytes := f.uploads.usage()
 	return Stats{
+		PendingUploads:     int64(files),
+		PendingUploadBytes: bytes,
+		UploadFailures:     f.uploads.failures.Load(),
+		SyncFallbacks:      f.uploads.fallbacks.Load(),
+		RecoveredUploads:   f.uploads.recovered.Load(),
 		PassthroughOpens: f.counters.ptOpens.Load(),
 		UserOpens:        f.counters.userOpens.Load(),
 		FileOpens:        f.counters.opens.Load(),

@@ -44,8 +44,15 @@ func (f *FS) newServer(rawfs gofuse.RawFileSystem, mountpoint string, fdMode boo
 	f.pinned = s.Pinned
 	// Files staged for writers: a resumed session keeps those of inodes
 	// its predecessors still had open, for adoption (stagedwrites.go).
-	if err := f.writes.scan(s.Inherited); err != nil {
+	// Acknowledged ones (uploadMode: async) are uploaded (stagedack.go).
+	acked, err := f.writes.scan(s.Inherited)
+	if err != nil {
 		return nil, err
+	}
+	if len(acked) > 0 && f.cfg.ReadOnly {
+		klog.InfoS("files the previous process acknowledged stay staged: the volume is mounted read-only", "volume", f.cfg.VolumeID, "files", len(acked))
+	} else {
+		f.recover(acked)
 	}
 	return s.NewServer(mountpoint, mo)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
 // writeHandle is a file opened for writing, or opened for reading while the
@@ -68,19 +70,38 @@ func (h *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 // after a takeover): close(2) is never retried by its callers, so EINTR
 // would turn a working upload into an error. It stays bounded by the
 // transfer timeout.
+//
+// With uploadMode async the close returns once the content is staged and
+// acknowledged, and the upload follows in the background (writeasync.go);
+// over the bounds it uploads here as in sync mode.
 func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 	if !h.writable {
 		return 0
 	}
-	if err := h.w.upload(context.WithoutCancel(ctx)); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if h.node.fsys.cfg.UploadMode == mountdefaults.UploadAsync {
+		staged, err := h.w.stageAsync(ctx)
+		if err != nil {
+			return h.node.fsys.errno("flush", h.keyForLog(), err)
+		}
+		if staged {
+			return 0
+		}
+	}
+	if err := h.w.upload(ctx); err != nil {
 		return h.node.fsys.errno("flush", h.keyForLog(), err)
 	}
 	return 0
 }
 
-// Fsync uploads like Flush, and like it ignores interrupts.
+// Fsync uploads like Flush, and like it ignores interrupts; it never
+// returns before the upload. On a read handle it uploads content a close
+// acknowledged (uploadMode: async), if still pending.
 func (h *writeHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
 	if !h.writable {
+		if err := h.w.uploadAcked(ctx); err != nil {
+			return h.node.fsys.errno("fsync", h.keyForLog(), err)
+		}
 		return 0
 	}
 	if err := h.w.upload(context.WithoutCancel(ctx)); err != nil {

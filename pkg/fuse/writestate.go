@@ -48,6 +48,14 @@ type writeState struct {
 	// it may be streamed (streamupload.go); up is its stream, if started.
 	seq bool
 	up  *upstream
+	// ack is the acknowledgement note of a close whose upload is pending
+	// (uploadMode: async, stagedack.go), "" if none; ackSize is the size
+	// reserved for it with the uploader.
+	ack     string
+	ackSize int64
+	// queued: an upload job of this state is queued or running and holds
+	// a reference (asyncupload.go). Written under mu, read without it.
+	queued atomic.Bool
 }
 
 func newWriteState(n *fileNode, ino uint64, base objstore.ObjectInfo) *writeState {
@@ -164,6 +172,9 @@ func (w *writeState) copyDown(ctx context.Context, file *os.File) error {
 func (w *writeState) write(ctx context.Context, data []byte, off int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.settleAckLocked(ctx); err != nil {
+		return err
+	}
 	if err := w.ensureFile(ctx, true); err != nil {
 		return err
 	}
@@ -186,6 +197,9 @@ func (w *writeState) write(ctx context.Context, data []byte, off int64) error {
 func (w *writeState) truncate(ctx context.Context, size int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.settleAckLocked(ctx); err != nil {
+		return err
+	}
 	if err := w.ensureFile(ctx, size > 0); err != nil {
 		return err
 	}
@@ -291,6 +305,7 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	}
 	w.dirty = false
 	w.uploaded = &info
+	w.clearAckLocked()
 	if !hasMtime(meta) {
 		w.mtime.Store(info.ModTime.UnixNano()) // from now on the bucket's time
 	}
@@ -325,6 +340,7 @@ func (w *writeState) markUnlinked() {
 func (w *writeState) discardLocked() {
 	w.stopStreamLocked(fallbackUnlink)
 	w.discard = true
+	w.clearAckLocked()
 	if w.path != "" {
 		w.fsys().writes.retire(w.path)
 		w.path = ""

@@ -66,6 +66,11 @@ var (
 	descStreams         = desc("basin_fuse_streamed_uploads_total", "Files whose upload started while they were written (a large file written sequentially).")
 	descStreamed        = desc("basin_fuse_streamed_bytes_total", "Bytes of files uploaded while they were written, before their close or fsync.")
 	descAborted         = desc("basin_fuse_aborted_uploads_total", "Incomplete multipart uploads a dead process left in the volume (a kill during a large close), aborted so their parts are not billed.")
+	descPendingUploads  = desc("basin_fuse_pending_uploads", "Files whose close was acknowledged and whose upload is pending (uploadMode: async, and the files a dead predecessor acknowledged).")
+	descPendingBytes    = desc("basin_fuse_pending_upload_bytes", "Bytes of the files whose upload is pending.")
+	descUploadFailures  = desc("basin_fuse_upload_failures_total", "Failed background uploads (uploadMode: async); each is retried until it succeeds.")
+	descSyncFallbacks   = desc("basin_fuse_upload_sync_fallbacks_total", "Closes with uploadMode async that uploaded synchronously: over the bound on pending files or bytes, or a streamed upload under way.")
+	descRecovered       = desc("basin_fuse_recovered_uploads_total", "Files a dead predecessor acknowledged and did not upload, uploaded by this process.")
 	descFallbacks       = prometheus.NewDesc("basin_fuse_stream_fallbacks_total", "Uploads started while a file was written and given up (the file is uploaded whole at close), by reason: rewrite, truncate, unlink, rename, error.", []string{"reason"}, nil)
 )
 
@@ -79,7 +84,8 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHits, descMisses, descHitBytes, descMissBytes, descLocalOpens, descEvictions,
 		descUsed, descCapacity, descObjects, descBuffers, descPinned,
 		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
-		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize, descAborted} {
+		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize, descAborted,
+		descPendingUploads, descPendingBytes, descUploadFailures, descSyncFallbacks, descRecovered} {
 		ch <- d
 	}
 	for _, d := range tierDescs {
@@ -129,6 +135,11 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descStreams, s.StreamedUploads)
 		counter(descStreamed, s.StreamedBytes)
 		counter(descAborted, s.AbortedUploads)
+		gauge(descPendingUploads, s.PendingUploads)
+		gauge(descPendingBytes, s.PendingUploadBytes)
+		counter(descUploadFailures, s.UploadFailures)
+		counter(descSyncFallbacks, s.SyncFallbacks)
+		counter(descRecovered, s.RecoveredUploads)
 		for reason, n := range s.StreamFallbacks {
 			ch <- prometheus.MustNewConstMetric(descFallbacks, prometheus.CounterValue, float64(n), reason)
 		}

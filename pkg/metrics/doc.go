@@ -22,6 +22,10 @@
 //	basin_fuse_uploads_total, basin_fuse_upload_bytes_total
 //	basin_fuse_streamed_uploads_total, basin_fuse_streamed_bytes_total   uploads started while written
 //	basin_fuse_stream_fallbacks_total{reason}                 rewrite|truncate|unlink|rename|error
+//	basin_fuse_pending_uploads, basin_fuse_pending_upload_bytes   acknowledged closes not uploaded (uploadMode: async)
+//	basin_fuse_upload_failures_total                          failed background uploads (retried)
+//	basin_fuse_upload_sync_fallbacks_total                    async closes over the bounds, uploaded synchronously
+//	basin_fuse_recovered_uploads_total                        a dead predecessor's acknowledged files uploaded
 //	basin_bucket_requests_total{op}                           stat|get|list|put|delete|copy|delete_prefix
 //	basin_bucket_request_errors_total{op,reason}
 //	basin_bucket_bytes_total{op}                              bytes read (get) and written (put)

@@ -32,6 +32,8 @@ func TestParseAttributesValues(t *testing.T) {
 		{"rcloneLinks default", map[string]string{}, func(s Spec) bool { return !s.RcloneLinks }},
 		{"open mode", map[string]string{KeyOpenMode: "kernel", KeyReadOnly: "true"}, func(s Spec) bool { return s.OpenMode == mountdefaults.OpenKernel }},
 		{"open mode default", map[string]string{}, func(s Spec) bool { return s.OpenMode == mountdefaults.OpenServer }},
+		{"upload mode", map[string]string{KeyUploadMode: "async"}, func(s Spec) bool { return s.UploadMode == mountdefaults.UploadAsync }},
+		{"upload mode default", map[string]string{}, func(s Spec) bool { return s.UploadMode == mountdefaults.UploadSync }},
 		{"prefix normalised", map[string]string{KeyBucket: "b12", KeyPrefix: "/a/b"}, func(s Spec) bool { return s.Prefix == "a/b/" }},
 		{"mount options", map[string]string{KeyMountOptions: " noexec, noatime,,noexec"}, func(s Spec) bool {
 			return reflect.DeepEqual(s.MountOptions, []string{"noexec", "noatime"})
@@ -100,6 +102,7 @@ func TestParseAttributesErrors(t *testing.T) {
 		{"mode too big", map[string]string{KeyDirMode: "01777"}, []string{KeyDirMode, "0777"}},
 		{"bad bool", map[string]string{KeyReadOnly: "yes"}, []string{KeyReadOnly, "true or false"}},
 		{"bad open mode", map[string]string{KeyOpenMode: "Kernel"}, []string{KeyOpenMode, `"server"`, `"kernel"`}},
+		{"bad upload mode", map[string]string{KeyUploadMode: "writeback"}, []string{KeyUploadMode, `"sync"`, `"async"`}},
 		{"bad prefetch", map[string]string{KeyPrefetch: "sometimes"}, []string{KeyPrefetch}},
 		{"prefetch budget zero", map[string]string{KeyPrefetchBudget: "0"}, []string{KeyPrefetchBudget}},
 		{"bad endpoint", map[string]string{KeyEndpoint: "minio:9000"}, []string{KeyEndpoint, "http(s)://"}},

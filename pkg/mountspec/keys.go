@@ -62,6 +62,11 @@ const (
 	// FUSE OPEN) or "kernel" (the kernel opens them itself; read-only
 	// mounts only).
 	KeyOpenMode = "openMode"
+	// KeyUploadMode is when a written file goes to the bucket: "sync"
+	// (inside close(2), the default) or "async" (close returns once the
+	// content is staged durably on the node's disk; the upload follows in
+	// the background).
+	KeyUploadMode = "uploadMode"
 	// KeyMountOptions is a comma-separated list of mount options of the
 	// volume's FUSE mount, from AcceptedOptions (ro, rw, noexec, exec,
 	// noatime, and the always-on nosuid, nodev, allow_other,

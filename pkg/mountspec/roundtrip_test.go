@@ -55,6 +55,7 @@ func (genSpec) Generate(r *rand.Rand, _ int) reflect.Value {
 	s.RcloneLinks = r.Intn(2) == 0
 	s.SharedCache = pick("", "http://127.0.0.1:9000/tier", "https://tier.example:443/b12/team-a/")
 	s.OpenMode = mountdefaults.OpenModes()[r.Intn(2)]
+	s.UploadMode = mountdefaults.UploadModes()[r.Intn(2)]
 	if n := r.Intn(3); n > 0 {
 		s.MountOptions = []string{"noexec", "noatime", "ro"}[:n]
 	}
@@ -85,7 +86,7 @@ func TestAttributesAreCanonical(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.Attributes()
-	want := map[string]string{KeyCacheSize: "1Gi", KeyMetadataTTL: "1m30s", KeyFileMode: "0600", KeyReadOnly: "false", KeyPrefetch: "true", KeyPrefetchBudget: "4Gi", KeyOpenMode: "server"}
+	want := map[string]string{KeyCacheSize: "1Gi", KeyMetadataTTL: "1m30s", KeyFileMode: "0600", KeyReadOnly: "false", KeyPrefetch: "true", KeyPrefetchBudget: "4Gi", KeyOpenMode: "server", KeyUploadMode: "sync"}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("Attributes()[%s] = %q; want %q", k, m[k], v)

@@ -84,6 +84,9 @@ func settings() []setting {
 		{key: KeyOpenMode, attribute: true, usage: "who opens regular files: server (every open is a FUSE request) or kernel (the kernel opens them itself, so a file in the page cache opens without a request; needs --read-only)",
 			parse:  parseOpenMode,
 			format: func(s Spec) string { return string(s.OpenMode) }, check: checkOpenMode},
+		{key: KeyUploadMode, attribute: true, usage: "when a written file goes to the bucket: sync (inside close) or async (close returns once the content is staged durably on the node's disk; the upload follows in the background; fsync and unmount wait for it)",
+			parse:  parseUploadMode,
+			format: func(s Spec) string { return string(s.UploadMode) }, check: checkUploadMode},
 		{key: KeyMountOptions, attribute: true, usage: "comma-separated mount `options`, as the mountOptions volume attribute: " + strings.Join(AcceptedOptions(), ", "),
 			parse:  parseMountOptions,
 			format: func(s Spec) string { return strings.Join(s.MountOptions, ",") }, check: checkMountOptions},
@@ -175,6 +178,23 @@ func parseOpenMode(s *Spec, v string) error {
 func checkOpenMode(s Spec) error {
 	if s.OpenMode != "" && !s.OpenMode.Valid() {
 		return fmt.Errorf("%q: want one of %q", s.OpenMode, mountdefaults.OpenModes())
+	}
+	return nil
+}
+
+func parseUploadMode(s *Spec, v string) error {
+	if !mountdefaults.UploadMode(v).Valid() {
+		return fmt.Errorf("%q: want one of %q", v, mountdefaults.UploadModes())
+	}
+	s.UploadMode = mountdefaults.UploadMode(v)
+	return nil
+}
+
+// checkUploadMode accepts "" too: a hand-off of an older release
+// (UploadSync).
+func checkUploadMode(s Spec) error {
+	if s.UploadMode != "" && !s.UploadMode.Valid() {
+		return fmt.Errorf("%q: want one of %q", s.UploadMode, mountdefaults.UploadModes())
 	}
 	return nil
 }

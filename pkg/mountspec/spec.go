@@ -79,6 +79,9 @@ type Spec struct {
 	// OpenMode is who opens regular files ("" in a hand-off of an older
 	// release: OpenServer); OpenKernel needs a read-only mount.
 	OpenMode mountdefaults.OpenMode `json:"openMode,omitempty"`
+	// UploadMode is when a written file goes to the bucket ("" in a
+	// hand-off of an older release: UploadSync).
+	UploadMode mountdefaults.UploadMode `json:"uploadMode,omitempty"`
 	// MountOptions are accepted mount options (options.go), without
 	// duplicates; "ro" also sets ReadOnly.
 	MountOptions []string `json:"mountOptions,omitempty"`
@@ -110,6 +113,7 @@ const (
 	DefaultFileMode            = mountdefaults.FileMode
 	DefaultDirMode             = mountdefaults.DirMode
 	DefaultOpenMode            = mountdefaults.OpenServer
+	DefaultUploadMode          = mountdefaults.UploadSync
 )
 
 // Limits of the settings (settings.go states each once).
@@ -142,6 +146,7 @@ func Default() Spec {
 		FileMode:            DefaultFileMode,
 		DirMode:             DefaultDirMode,
 		OpenMode:            DefaultOpenMode,
+		UploadMode:          DefaultUploadMode,
 	}
 }
 
