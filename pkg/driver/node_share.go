@@ -95,10 +95,12 @@ func newShareTable() *shareTable {
 // shareable reports whether a volume with spec may share a process.
 func shareable(spec mountspec.Spec) bool { return spec.ReadOnly }
 
-// shareKey is the digest of everything in spec but the prefix: volumes
+// shareKey is the digest of everything in spec but the prefix and the
+// upload mode (no effect on the read-only volumes that share): volumes
 // with equal keys may share.
 func shareKey(spec mountspec.Spec) string {
 	spec.Prefix = ""
+	spec.UploadMode = ""
 	b, err := json.Marshal(spec)
 	if err != nil {
 		panic(fmt.Sprintf("driver: a mount spec does not marshal: %v", err)) // plain data: cannot happen

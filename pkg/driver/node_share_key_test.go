@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
@@ -16,6 +17,10 @@ func TestShareKey(t *testing.T) {
 	same.Prefix = "train/imagenet/"
 	if shareKey(base) != shareKey(same) {
 		t.Error("specs differing in the prefix alone have different keys")
+	}
+	same.UploadMode = mountdefaults.UploadAsync // nothing to upload on a read-only volume
+	if shareKey(base) != shareKey(same) {
+		t.Error("specs differing in the prefix and the upload mode have different keys")
 	}
 	for name, edit := range map[string]func(*mountspec.Spec){
 		"bucket":      func(s *mountspec.Spec) { s.Bucket = "other" },

@@ -27,10 +27,11 @@ type writeState struct {
 	ino  uint64              // names the staged file (stagedwrites.go)
 	base objstore.ObjectInfo // the object when writing began; Key "" = new file
 
-	// Readable without mu, for getattr during a long upload.
-	size    atomic.Int64 // current length of the staged content
-	mtime   atomic.Int64 // UnixNano of the last change
-	writers atomic.Int32 // open writable handles
+	// Readable without mu, for getattr and reads during a long upload.
+	readFile atomic.Pointer[os.File] // file, set with it
+	size     atomic.Int64            // current length of the staged content
+	mtime    atomic.Int64            // UnixNano of the last change
+	writers  atomic.Int32            // open writable handles
 
 	// refs counts handles and in-flight operations; guarded by node.mu.
 	refs int
@@ -78,6 +79,7 @@ func newCreatedState(f *FS, ino uint64) (*writeState, error) {
 	}
 	w := newWriteState(nil, ino, objstore.ObjectInfo{ModTime: time.Now()})
 	w.file, w.path, w.dirty, w.seq = file, file.Name(), true, true
+	w.readFile.Store(file)
 	return w, nil
 }
 
@@ -94,6 +96,7 @@ func (w *writeState) adopt(path string) error {
 		return fmt.Errorf("adopt staged file: %w", err)
 	}
 	w.file, w.path, w.dirty = file, path, true
+	w.readFile.Store(file)
 	w.size.Store(fi.Size())
 	w.mtime.Store(fi.ModTime().UnixNano())
 	return nil
@@ -118,6 +121,7 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 		}
 		w.size.Store(0)
 		w.file, w.path, w.seq = file, file.Name(), true
+		w.readFile.Store(file)
 		return nil
 	}
 	// The copy becomes the staged file only once complete (stagedwrites.go).
@@ -135,6 +139,7 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 		return err
 	}
 	w.file, w.path = file, path
+	w.readFile.Store(file)
 	return nil
 }
 
@@ -215,16 +220,18 @@ func (w *writeState) truncate(ctx context.Context, size int64) error {
 }
 
 // readAt reads the staged content, or the base object before any change.
+// It does not take mu: a read does not wait for an upload (which holds
+// mu) of the content it reads. The file stays open while a handle can
+// read (finish closes it after the last one).
 func (w *writeState) readAt(ctx context.Context, p []byte, off int64) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	file := w.readFile.Load()
 	size := w.size.Load()
 	if off >= size {
 		return 0, nil
 	}
 	p = p[:min(int64(len(p)), size-off)]
-	if w.file != nil {
-		n, err := w.file.ReadAt(p, off)
+	if file != nil {
+		n, err := file.ReadAt(p, off)
 		if errors.Is(err, io.EOF) {
 			err = nil // a hole at the end after a truncate up
 			clear(p[n:])
@@ -368,6 +375,7 @@ func (w *writeState) finish() {
 	// uploaded: it is removed instead of becoming the cached copy.
 	closeErr := w.file.Close()
 	w.file, w.path = nil, ""
+	w.readFile.Store(nil)
 	if path == "" {
 		return // unlinked: its name is gone already
 	}
