@@ -91,7 +91,7 @@ func (s *stagedWrites) scan(inherited func(ino uint64) bool) ([]ackedFile, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	acks := map[string]bool{} // staged file names with a note
+	acks := map[string]bool{}     // staged file names with a note
 	newest := map[uint64]uint64{} // ino → generation of its newest staged file
 	var remove []string
 	for _, e := range entries {
