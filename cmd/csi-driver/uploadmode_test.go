@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/basin-csi/basin/internal/testserver"
+	"github.com/basin-csi/basin/pkg/objstore"
+	"github.com/basin-csi/basin/pkg/objstore/s3store"
+)
+
+// TestMountCommandAsyncSuccessor: a `csi-driver mount --upload-mode async`
+// process is killed with SIGKILL while its upload is pending (its MinIO
+// stopped). The next process on the same cache directory uploads the file
+// whose close returned, byte for byte, and never the one whose writer had
+// not closed it.
+func TestMountCommandAsyncSuccessor(t *testing.T) {
+	testserver.RequireFUSE(t)
+	testserver.SkipShort(t, "builds the binary")
+	bin, err := testserver.CSIDriver()
+	if err != nil {
+		t.Fatalf("build csi-driver: %v", err)
+	}
+	srv := testserver.NewMinIO(t)
+	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
+	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Close() }()
+	cfg.Bucket = fmt.Sprintf("basin-async-%d", time.Now().UnixNano())
+	if err := admin.CreateBucket(t.Context(), cfg.Bucket); err != nil {
+		t.Fatal(err)
+	}
+	store, err := s3store.New(t.Context(), cfg, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = store.Close() }()
+
+	cacheDir := t.TempDir()
+	run := func(mnt string) (*exec.Cmd, *bytes.Buffer) {
+		t.Helper()
+		cmd := exec.Command(bin, "mount", "--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
+			"--cache-dir", cacheDir, "--upload-mode", "async", "--negative-metadata-ttl", "1h",
+			"s3://"+cfg.Bucket, mnt)
+		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if isMounted(t, mnt) {
+				_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+			}
+		})
+		waitFor(t, "the mount", func() bool { return isMounted(t, mnt) })
+		return cmd, &stderr
+	}
+
+	mnt := t.TempDir()
+	first, firstLog := run(mnt)
+	// Learn that the names are free while the store answers: the kernel
+	// trusts it for an hour, so the creates below send no lookup.
+	for _, name := range []string{"acked", "open"} {
+		if _, err := os.Stat(filepath.Join(mnt, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("stat %s: %v, want not found", name, err)
+		}
+	}
+	srv.Stop()
+	acked := bytes.Repeat([]byte("acknowledged "), 10000)
+	if err := os.WriteFile(filepath.Join(mnt, "acked"), acked, 0o644); err != nil {
+		t.Fatalf("write and close with the store down: %v\n%s", err, firstLog)
+	}
+	open, err := os.OpenFile(filepath.Join(mnt, "open"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.Write([]byte("never closed")); err != nil {
+		t.Fatal(err)
+	}
+	writes := filepath.Join(cacheDir, "writes")
+	if notes := ackNotes(t, writes); len(notes) != 1 {
+		t.Errorf("acknowledgement notes %v, want one", notes)
+	}
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	_ = open.Close() // the connection is gone
+	if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+		t.Fatalf("detach the dead mount: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"acked", "open"} {
+		if _, err := store.Stat(t.Context(), key); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("%s in the bucket before the successor: %v", key, err)
+		}
+	}
+
+	mnt2 := t.TempDir()
+	second, secondLog := run(mnt2)
+	waitFor(t, "the successor's upload", func() bool {
+		_, err := store.Stat(t.Context(), "acked")
+		return err == nil
+	})
+	body, _, err := store.Read(t.Context(), "acked", objstore.ReadOptions{Length: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(body)
+	_ = body.Close()
+	if err != nil || !bytes.Equal(got, acked) {
+		t.Errorf("acked in the bucket: %d bytes (%v), want the %d written", len(got), err, len(acked))
+	}
+	if _, err := store.Stat(t.Context(), "open"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("the file never closed is in the bucket: %v", err)
+	}
+	waitFor(t, "the staged files to go", func() bool { return len(stagedFiles(t, writes)) == 0 })
+	if got, err := os.ReadFile(filepath.Join(mnt2, "acked")); err != nil || !bytes.Equal(got, acked) {
+		t.Errorf("read through the successor: %d bytes (%v), want %d", len(got), err, len(acked))
+	}
+	if err := second.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Wait(); err != nil {
+		t.Errorf("successor exit: %v\n%s", err, secondLog)
+	}
+}
+
+func stagedFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "claim-") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+func ackNotes(t *testing.T, dir string) []string {
+	t.Helper()
+	var notes []string
+	for _, name := range stagedFiles(t, dir) {
+		if strings.HasSuffix(name, ".ack") {
+			notes = append(notes, name)
+		}
+	}
+	return notes
+}
