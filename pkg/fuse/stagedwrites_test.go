@@ -110,3 +110,55 @@ func TestStagedWritesDropRemovesUnadopted(t *testing.T) {
 		t.Error("a dropped staged file is adoptable")
 	}
 }
+
+// TestStagedWritesAcknowledgedAreReturned: the scan returns an inode's
+// newest staged file with a note, inherited or not, and never offers it
+// for adoption; an unacknowledged newer file, an older acknowledged one
+// and notes without their file are handled as the rules say.
+func TestStagedWritesAcknowledgedAreReturned(t *testing.T) {
+	dir := t.TempDir()
+	prev := newStagedWrites(dir)
+	note := func(path, key string, size int64) {
+		t.Helper()
+		if _, err := writeAck(path, ackNote{Key: key, Size: size, Meta: map[string]string{"mode": "0755"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := stage(t, prev, 5, "closed") // acknowledged, its inode not inherited
+	note(a, "dir/a", 6)
+	b := stage(t, prev, 6, "closed too") // acknowledged, its inode inherited
+	note(b, "b", 10)
+	oldC := stage(t, prev, 7, "closed once")
+	note(oldC, "c", 11)
+	newC := stage(t, prev, 7, "rewritten, not closed") // newest wins: not acknowledged
+	stray := filepath.Join(dir, "9.1"+ackSuffix)       // a note whose file is gone
+	if err := os.WriteFile(stray, []byte(`{"key":"x","size":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newStagedWrites(dir)
+	acked, err := s.scan(func(ino uint64) bool { return ino == 6 || ino == 7 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ackNote{}
+	for _, f := range acked {
+		got[f.path] = f.note
+	}
+	if len(got) != 2 || got[a].Key != "dir/a" || got[a].Size != 6 || got[b].Key != "b" || got[a].Meta["mode"] != "0755" {
+		t.Errorf("acknowledged files %v, want %s (dir/a) and %s (b)", got, a, b)
+	}
+	for _, ino := range []uint64{5, 6} {
+		if _, ok := s.take(ino); ok {
+			t.Errorf("acknowledged staged file of %d offered for adoption", ino)
+		}
+	}
+	if p, ok := s.take(7); !ok || p != newC {
+		t.Errorf("take(7) = %q, %v; want the newest, unacknowledged %q", p, ok, newC)
+	}
+	want := []string{filepath.Base(a), filepath.Base(a) + ackSuffix, filepath.Base(b), filepath.Base(b) + ackSuffix, filepath.Base(newC)}
+	slices.Sort(want)
+	if left := names(t, dir); !slices.Equal(left, want) {
+		t.Errorf("after the scan: %v, want %v", left, want)
+	}
+}
