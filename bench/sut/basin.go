@@ -34,6 +34,12 @@ func NewBasinKernel(env Env, bin string) System {
 	return s
 }
 
+// NewBasinAsync is NewBasin with uploads after close (--upload-mode
+// async), named basin-async: an A/B of the upload mode in one run.
+func NewBasinAsync(env Env, bin string) System {
+	return newBasin("basin-async", env, bin, "--upload-mode", "async")
+}
+
 // NewBasinNamed is NewBasin under another column name, for an A/B of two
 // binaries in one run (basin-bench -basin-b).
 func NewBasinNamed(env Env, name, bin string, extra ...string) System {

@@ -23,9 +23,12 @@ func allSystems() []string { return []string{"basin", "rclone", "s3fs", "gcsfuse
 
 // extraSystems are systems -systems accepts that the default leaves out:
 // basin-noprefetch, Basin with directory prefetch off; basin-kernel,
-// Basin read-only with kernel opens (its writing phases n/a); and
-// basin-b, the -basin-b binary.
-func extraSystems() []string { return []string{"basin-noprefetch", "basin-kernel", "basin-b"} }
+// Basin read-only with kernel opens (its writing phases n/a);
+// basin-async, Basin with uploadMode async; and basin-b, the -basin-b
+// binary.
+func extraSystems() []string {
+	return []string{"basin-noprefetch", "basin-kernel", "basin-async", "basin-b"}
+}
 
 // config is the command's typed configuration.
 type config struct {

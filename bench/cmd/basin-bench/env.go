@@ -70,7 +70,7 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 		}
 		return false
 	}
-	if need("basin", "basin-noprefetch", "basin-kernel", "basin-b", "rclone", "s3fs", "direct") {
+	if need("basin", "basin-noprefetch", "basin-kernel", "basin-async", "basin-b", "rclone", "s3fs", "direct") {
 		e.s3 = startS3(ctx, cfg)
 		if e.s3.err != nil {
 			logf("S3 side unavailable: %v", e.s3.err)

@@ -127,6 +127,8 @@ func systems(cfg config, env *environment) []sut.System {
 			s = sut.NewBasin(se, cfg.basinBin)
 		case "basin-b":
 			s = sut.NewBasinNamed(se, "basin-b", cfg.basinBBin)
+		case "basin-async":
+			s = sut.NewBasinAsync(se, cfg.basinBin)
 		case "basin-noprefetch":
 			s = sut.NewBasinNoPrefetch(se, cfg.basinBin)
 		case "basin-kernel":
