@@ -33,6 +33,15 @@ type writeState struct {
 	mtime    atomic.Int64            // UnixNano of the last change
 	writers  atomic.Int32            // open writable handles
 
+	// content orders reads against changes of what they read: readAt
+	// holds it shared; a change of the staged content or its size (a
+	// write, a truncate, a staged file put in place, its close) holds it
+	// exclusively, with mu. An upload only reads the staged file and
+	// holds mu alone, so a read does not wait for it, and a read still
+	// sees each WRITE and truncate whole, as when reads took mu.
+	// Lock order: mu before content.
+	content sync.RWMutex
+
 	// refs counts handles and in-flight operations; guarded by node.mu.
 	refs int
 
@@ -119,9 +128,11 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 		if err != nil {
 			return err
 		}
+		w.content.Lock()
 		w.size.Store(0)
 		w.file, w.path, w.seq = file, file.Name(), true
 		w.readFile.Store(file)
+		w.content.Unlock()
 		return nil
 	}
 	// The copy becomes the staged file only once complete (stagedwrites.go).
@@ -138,8 +149,10 @@ func (w *writeState) ensureFile(ctx context.Context, copyDown bool) error {
 		_ = os.Remove(file.Name())
 		return err
 	}
+	w.content.Lock()
 	w.file, w.path = file, path
 	w.readFile.Store(file)
+	w.content.Unlock()
 	return nil
 }
 
@@ -184,13 +197,16 @@ func (w *writeState) write(ctx context.Context, data []byte, off int64) error {
 		return err
 	}
 	size := w.size.Load()
-	if _, err := w.file.WriteAt(data, off); err != nil {
+	w.content.Lock()
+	_, err := w.file.WriteAt(data, off)
+	end := off + int64(len(data))
+	if err == nil && end > size {
+		w.size.Store(end)
+	}
+	w.content.Unlock()
+	if err != nil {
 		w.stopStreamLocked(fallbackError)
 		return fmt.Errorf("write staging file: %w", err)
-	}
-	end := off + int64(len(data))
-	if end > size {
-		w.size.Store(end)
 	}
 	w.appendedLocked(off, end, size)
 	w.dirty = true
@@ -209,10 +225,15 @@ func (w *writeState) truncate(ctx context.Context, size int64) error {
 		return err
 	}
 	w.stopStreamLocked(fallbackTruncate)
-	if err := w.file.Truncate(size); err != nil {
+	w.content.Lock()
+	err := w.file.Truncate(size)
+	if err == nil {
+		w.size.Store(size)
+	}
+	w.content.Unlock()
+	if err != nil {
 		return fmt.Errorf("truncate staging file: %w", err)
 	}
-	w.size.Store(size)
 	w.seq = size == 0 // written from empty again
 	w.dirty = true
 	w.touch()
@@ -220,10 +241,13 @@ func (w *writeState) truncate(ctx context.Context, size int64) error {
 }
 
 // readAt reads the staged content, or the base object before any change.
-// It does not take mu: a read does not wait for an upload (which holds
-// mu) of the content it reads. The file stays open while a handle can
-// read (finish closes it after the last one).
+// It holds content, not mu: a read does not wait for an upload (which
+// holds mu) of the content it reads, and sees no change half done. The
+// file stays open while a handle can read (finish closes it after the
+// last one).
 func (w *writeState) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	w.content.RLock()
+	defer w.content.RUnlock()
 	file := w.readFile.Load()
 	size := w.size.Load()
 	if off >= size {
@@ -373,9 +397,11 @@ func (w *writeState) finish() {
 	path := w.path
 	// A staged file that does not close cleanly may not hold what was
 	// uploaded: it is removed instead of becoming the cached copy.
+	w.content.Lock()
 	closeErr := w.file.Close()
 	w.file, w.path = nil, ""
 	w.readFile.Store(nil)
+	w.content.Unlock()
 	if path == "" {
 		return // unlinked: its name is gone already
 	}
