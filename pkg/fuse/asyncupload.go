@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
 // Uploads after close (uploadMode: async). close(2) returns once the
@@ -90,6 +92,14 @@ type uploader struct {
 	fallbacks atomic.Int64 // closes over a bound, uploaded synchronously
 	recovered atomic.Int64 // predecessor's acknowledged files uploaded
 	wg        sync.WaitGroup
+}
+
+// uploadsAfterClose reports whether closes are acknowledged before their
+// upload (uploadMode async). Only then can a write state hold an
+// acknowledgement; a predecessor's acknowledged files are recovered in
+// either mode (stagedack.go).
+func (f *FS) uploadsAfterClose() bool {
+	return f.cfg.UploadMode == mountdefaults.UploadAsync
 }
 
 func newUploader(f *FS) *uploader {

@@ -6,8 +6,6 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
-
-	"github.com/basin-csi/basin/internal/mountdefaults"
 )
 
 // writeHandle is a file opened for writing, or opened for reading while the
@@ -79,7 +77,7 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	ctx = context.WithoutCancel(ctx)
-	if h.node.fsys.cfg.UploadMode == mountdefaults.UploadAsync {
+	if h.node.fsys.uploadsAfterClose() {
 		staged, err := h.w.stageAsync(ctx)
 		if err != nil {
 			return h.node.fsys.errno("flush", h.keyForLog(), err)
@@ -96,10 +94,14 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 
 // Fsync uploads like Flush, and like it ignores interrupts; it never
 // returns before the upload. On a read handle it uploads content a close
-// acknowledged (uploadMode: async), if still pending.
+// acknowledged (uploadMode async), if still pending; in sync mode there
+// is none, and it returns at once as it always did.
 func (h *writeHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
 	if !h.writable {
-		if err := h.w.uploadAcked(ctx); err != nil {
+		if !h.node.fsys.uploadsAfterClose() {
+			return 0
+		}
+		if err := h.w.uploadAcked(context.WithoutCancel(ctx)); err != nil {
 			return h.node.fsys.errno("fsync", h.keyForLog(), err)
 		}
 		return 0
