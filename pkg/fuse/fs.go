@@ -52,9 +52,10 @@ type FS struct {
 	claims      inheritedClaims
 	claimLinger time.Duration
 	// uploads runs the uploads after close (uploadMode: async) and those
-	// of the files a predecessor acknowledged (recovery).
-	uploads  *uploader
-	recovery recovery
+	// of the files a predecessor acknowledged (recovery); acked indexes
+	// the pending ones no node of the tree answers for (settle.go).
+	uploads *uploader
+	acked   ackedKeys
 
 	counters counters
 }

@@ -142,6 +142,9 @@ func (d *dirNode) rmdir(ctx context.Context, name string) syscall.Errno {
 	if ch := d.GetChild(name); ch != nil && stillWriting(ctx, ch) {
 		return syscall.ENOTEMPTY
 	}
+	if errno := f.settlePrefixErrno(ctx, "rmdir", key); errno != 0 {
+		return errno // an acknowledged file below makes it not empty
+	}
 	ctx, cancel := f.changeContext(ctx)
 	defer cancel()
 	page, err := f.store.List(ctx, objstore.ListOptions{Prefix: key + "/", Delimiter: "/", MaxKeys: 2})

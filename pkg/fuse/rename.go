@@ -223,6 +223,11 @@ func (d *dirNode) renameFile(ctx context.Context, name, src, dst string) syscall
 // Each request gets the op timeout; the whole walk is not bounded.
 func (d *dirNode) renameDir(ctx context.Context, name, src, dst string, dstExists bool) syscall.Errno {
 	f := d.fsys
+	for _, dir := range []string{src, dst} {
+		if errno := f.settlePrefixErrno(ctx, "rename", dir); errno != 0 {
+			return errno // acknowledged files no node answers for go first
+		}
+	}
 	if ch := d.GetChild(name); ch != nil {
 		if err := uploadPendingUnder(ctx, ch); err != nil {
 			return f.errno("rename", src, err)

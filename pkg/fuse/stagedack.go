@@ -9,8 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -45,9 +43,10 @@ import (
 // or not the dead process's open files are inherited: the content is
 // complete, which an inherited writer's staged file need not be. Until
 // then an operation on its key (lookup, a listing entry, create, open for
-// writing, unlink, rename) uploads it first, or waits for the upload under
-// way (settle), so nobody sees or changes the older object; a plain
-// listing of the directory shows the bucket's. An unacknowledged staged
+// writing, unlink, rename, and a rename or removal of a directory above
+// it) uploads it first, or waits for the upload under way (settle.go), so
+// nobody sees or changes the older object; a plain listing of the
+// directory shows the bucket's. An unacknowledged staged
 // file is never uploaded by a successor (the scan removes it, or keeps it
 // for an inherited writer, as in sync mode).
 
@@ -118,6 +117,12 @@ func (r *recoveredFile) flush(ctx context.Context) error {
 	return err
 }
 
+// settle uploads the file now, or waits for its upload under way.
+func (r *recoveredFile) settle(ctx context.Context) (bool, error) {
+	_, err := r.run(ctx)
+	return true, err
+}
+
 // run uploads the file, records the new object in the cache and removes
 // the staged file and its note.
 func (r *recoveredFile) run(ctx context.Context) (bool, error) {
@@ -169,43 +174,8 @@ func (r *recoveredFile) run(ctx context.Context) (bool, error) {
 
 func (r *recoveredFile) finishLocked() {
 	r.done = true
-	r.f.recovery.forget(r)
+	r.f.acked.forget(r.note.Key, r)
 	r.f.uploads.release(r.note.Size)
-}
-
-// recovery holds the recovered files not uploaded yet, by key.
-type recovery struct {
-	n     atomic.Int32 // len(byKey): the fast path skips the lock
-	mu    sync.Mutex
-	byKey map[string]*recoveredFile // guarded by mu
-}
-
-func (rc *recovery) add(r *recoveredFile) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.byKey == nil {
-		rc.byKey = map[string]*recoveredFile{}
-	}
-	rc.byKey[r.note.Key] = r
-	rc.n.Store(int32(len(rc.byKey)))
-}
-
-func (rc *recovery) forget(r *recoveredFile) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.byKey[r.note.Key] == r {
-		delete(rc.byKey, r.note.Key)
-	}
-	rc.n.Store(int32(len(rc.byKey)))
-}
-
-func (rc *recovery) get(key string) *recoveredFile {
-	if rc.n.Load() == 0 {
-		return nil
-	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.byKey[key]
 }
 
 // recover queues the uploads of the acknowledged staged files the scan
@@ -213,35 +183,13 @@ func (rc *recovery) get(key string) *recoveredFile {
 func (f *FS) recover(acked []ackedFile) {
 	for _, a := range acked {
 		r := &recoveredFile{f: f, path: a.path, note: a.note}
-		f.recovery.add(r)
+		f.acked.add(a.note.Key, r)
 		f.uploads.reserveAlways(a.note.Size)
 		f.uploads.enqueue(r)
 	}
 	if len(acked) > 0 {
 		klog.InfoS("uploading the files the previous process acknowledged", "volume", f.cfg.VolumeID, "files", len(acked))
 	}
-}
-
-// settle uploads the recovered file of key now, or waits for its upload
-// under way, before an operation on key; it reports whether there was
-// one (the caller's attributes of key are then stale).
-func (f *FS) settle(ctx context.Context, key string) (bool, error) {
-	r := f.recovery.get(key)
-	if r == nil {
-		return false, nil
-	}
-	_, err := r.run(ctx)
-	return true, err
-}
-
-// settleErrno is settle for a file system operation: EIO (or the store's
-// error) when the upload fails.
-func (f *FS) settleErrno(ctx context.Context, op, key string) (bool, syscall.Errno) {
-	settled, err := f.settle(ctx, key)
-	if err != nil {
-		return settled, f.errno(op, key, err)
-	}
-	return settled, 0
 }
 
 // isAckName reports whether name is an acknowledgement note, and

@@ -51,7 +51,8 @@ func (w *writeState) stageAsync(ctx context.Context) (bool, error) {
 		klog.V(2).InfoS("staging a closed file failed; uploading it now", "volume", f.cfg.VolumeID, "key", key, "err", err)
 		return false, nil
 	}
-	w.ack, w.ackSize = path, size
+	w.ack, w.ackSize, w.ackKey = path, size, key
+	f.acked.add(key, w)
 	if !w.queued.Load() {
 		w.queued.Store(true)
 		n := w.node
@@ -89,8 +90,25 @@ func (w *writeState) clearAckLocked() {
 		return
 	}
 	removeAck(w.ack)
-	w.fsys().uploads.release(w.ackSize)
-	w.ack, w.ackSize = "", 0
+	f := w.fsys()
+	f.uploads.release(w.ackSize)
+	f.acked.forget(w.ackKey, w)
+	w.ack, w.ackSize, w.ackKey = "", 0, ""
+}
+
+// settle uploads acknowledged content now once the kernel forgot its
+// inode (settle.go): no node answers for its name any more. While the
+// node is in the tree it answers itself, and nothing is done here.
+func (w *writeState) settle(ctx context.Context) (bool, error) {
+	if _, ok := w.node.key(); ok {
+		return false, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ack == "" {
+		return true, nil // uploaded meanwhile (the job holds mu while it uploads)
+	}
+	return true, w.uploadLocked(context.WithoutCancel(ctx))
 }
 
 // refreshAck rewrites the note of acknowledged content after its

@@ -60,9 +60,12 @@ type writeState struct {
 	up  *upstream
 	// ack is the acknowledgement note of a close whose upload is pending
 	// (uploadMode: async, stagedack.go), "" if none; ackSize is the size
-	// reserved for it with the uploader.
+	// reserved for it with the uploader, ackKey the key it was
+	// acknowledged under (a rename or unlink of the file first uploads or
+	// discards it, so the key stays right while ack is set).
 	ack     string
 	ackSize int64
+	ackKey  string
 	// queued: an upload job of this state is queued or running and holds
 	// a reference (asyncupload.go). Written under mu, read without it.
 	queued atomic.Bool
@@ -291,6 +294,12 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	}
 	f := w.fsys()
 	key, ok := w.node.key()
+	if !ok && w.ack != "" {
+		// Acknowledged, not unlinked (that discards it): the kernel
+		// forgot the inode, whose name is the one acknowledged
+		// (settle.go).
+		key, ok = w.ackKey, true
+	}
 	if !ok {
 		w.discardLocked() // unlinked meanwhile
 		return nil
