@@ -60,3 +60,34 @@ func TestRenameOpenWriterLeavesNoOldName(t *testing.T) {
 		})
 	}
 }
+
+// TestWrittenFileIsInstalled: once its last handle is gone, a file
+// written here becomes the cache's complete copy of the uploaded
+// version (finish installs it while its node stands for the key), in
+// both upload modes.
+func TestWrittenFileIsInstalled(t *testing.T) {
+	minio := newMinIOStore(t, nil)
+	for name, cfg := range map[string]Config{"sync": {}, "async": asyncCfg} {
+		t.Run(name, func(t *testing.T) {
+			m := mountStore(t, minio, mountSpec{cfg: cfg})
+			key := "kept-" + name
+			writeFile(t, path(m, key), []byte("kept"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
+			waitUntil(t, "the write state to finish", func() bool {
+				left, err := os.ReadDir(m.fsys.writes.dir)
+				return err == nil && len(left) == 0 && m.fsys.Stats().PendingUploads == 0
+			})
+			info, err := m.cache.Stat(t.Context(), key)
+			if err != nil {
+				t.Fatalf("cache Stat: %v", err)
+			}
+			h, err := m.cache.OpenObject(t.Context(), info)
+			if err != nil {
+				t.Fatalf("OpenObject: %v", err)
+			}
+			defer func() { _ = h.Close() }()
+			if _, local := h.LocalFile(); !local {
+				t.Error("the written file is not whole in the cache")
+			}
+		})
+	}
+}

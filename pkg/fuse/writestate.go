@@ -417,7 +417,10 @@ func (w *writeState) finish() {
 	if closeErr != nil {
 		klog.ErrorS(closeErr, "close staging file", "volume", f.cfg.VolumeID, "path", path)
 	}
-	if closeErr == nil && !w.dirty && !w.discard && w.uploaded != nil {
+	// Installed only while a node of the tree stands for its key: a
+	// state whose inode the kernel forgot (uploadMode async, settle.go)
+	// may be answered for by another node by now, renamed or removed.
+	if key, ok := w.node.key(); ok && closeErr == nil && !w.dirty && !w.discard && w.uploaded != nil && key == w.uploaded.Key {
 		ctx, cancel := f.opContext(context.Background())
 		installed := *w.uploaded
 		// The upload recorded its metadata; a chmod since then may have
