@@ -80,7 +80,8 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *gofuse.EntryOut)
 			return ch, 0
 		}
 	}
-	// A file a predecessor acknowledged goes to the bucket first.
+	// An acknowledged file no node answers for (a predecessor's, or one
+	// whose inode the kernel forgot; settle.go) goes to the bucket first.
 	if _, errno := d.fsys.settleErrno(ctx, "lookup", key); errno != 0 {
 		return nil, errno
 	}
@@ -152,7 +153,7 @@ func (d *dirNode) fileChild(ctx context.Context, name, key string, info objstore
 	if errno != 0 {
 		return nil, errno
 	}
-	// A listing's entry of a file a predecessor acknowledged: upload it
+	// A listing's entry of an acknowledged file no node answers for: upload it
 	// first, then take the new object's attributes.
 	if settled, errno := d.fsys.settleErrno(ctx, "lookup", key); errno != 0 {
 		return nil, errno

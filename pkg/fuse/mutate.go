@@ -22,7 +22,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 		return nil, nil, 0, errno
 	}
 	if _, errno := f.settleErrno(ctx, "create", key); errno != 0 {
-		return nil, nil, 0, errno // a predecessor's acknowledged file comes first
+		return nil, nil, 0, errno // an acknowledged file no node answers for comes first (settle.go)
 	}
 	// CREATE follows a negative lookup, which may be stale (kernel and
 	// cache trust "missing" for NegativeMetadataTTL). With O_EXCL the bucket
@@ -235,7 +235,7 @@ func (d *dirNode) unlink(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	if _, errno := f.settleErrno(ctx, "unlink", key); errno != 0 {
-		return errno // a predecessor's acknowledged file comes first
+		return errno // an acknowledged file no node answers for comes first (settle.go)
 	}
 	if ch := d.GetChild(name); ch != nil {
 		if fn, ok := ch.Operations().(*fileNode); ok {

@@ -53,7 +53,7 @@ func (d *dirNode) rename(ctx context.Context, name string, newParent fs.InodeEmb
 	}
 	for _, key := range []string{src, dst} {
 		if _, errno := f.settleErrno(ctx, "rename", key); errno != 0 {
-			return errno // a predecessor's acknowledged file comes first
+			return errno // an acknowledged file no node answers for comes first (settle.go)
 		}
 	}
 	ctx, cancel := f.changeContext(ctx)
