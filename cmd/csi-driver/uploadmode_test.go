@@ -21,9 +21,9 @@ import (
 
 // TestMountCommandAsyncSuccessor: a `csi-driver mount --upload-mode async`
 // process is killed with SIGKILL while its upload is pending (its MinIO
-// stopped). The next process on the same cache directory uploads the file
-// whose close returned, byte for byte, and never the one whose writer had
-// not closed it.
+// stopped). The next process on the same cache directory, in either
+// upload mode, uploads the file whose close returned, byte for byte, and
+// never the one whose writer had not closed it.
 func TestMountCommandAsyncSuccessor(t *testing.T) {
 	testserver.RequireFUSE(t)
 	testserver.SkipShort(t, "builds the binary")
@@ -31,6 +31,12 @@ func TestMountCommandAsyncSuccessor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
 	}
+	for _, successor := range []string{"async", "sync"} {
+		t.Run("successor "+successor, func(t *testing.T) { asyncSuccessor(t, bin, successor) })
+	}
+}
+
+func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	srv := testserver.NewMinIO(t)
 	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
 	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
@@ -50,10 +56,10 @@ func TestMountCommandAsyncSuccessor(t *testing.T) {
 	defer func() { _ = store.Close() }()
 
 	cacheDir := t.TempDir()
-	run := func(mnt string) (*exec.Cmd, *bytes.Buffer) {
+	run := func(mnt, mode string) (*exec.Cmd, *bytes.Buffer) {
 		t.Helper()
 		cmd := exec.Command(bin, "mount", "--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
-			"--cache-dir", cacheDir, "--upload-mode", "async", "--negative-metadata-ttl", "1h",
+			"--cache-dir", cacheDir, "--upload-mode", mode, "--negative-metadata-ttl", "1h",
 			"s3://"+cfg.Bucket, mnt)
 		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
 		var stderr bytes.Buffer
@@ -73,7 +79,7 @@ func TestMountCommandAsyncSuccessor(t *testing.T) {
 	}
 
 	mnt := t.TempDir()
-	first, firstLog := run(mnt)
+	first, firstLog := run(mnt, "async")
 	// Learn that the names are free while the store answers: the kernel
 	// trusts it for an hour, so the creates below send no lookup.
 	for _, name := range []string{"acked", "open"} {
@@ -115,7 +121,7 @@ func TestMountCommandAsyncSuccessor(t *testing.T) {
 	}
 
 	mnt2 := t.TempDir()
-	second, secondLog := run(mnt2)
+	second, secondLog := run(mnt2, successorMode)
 	waitFor(t, "the successor's upload", func() bool {
 		_, err := store.Stat(t.Context(), "acked")
 		return err == nil
