@@ -80,7 +80,7 @@ func (n *fileNode) setPosix(ctx context.Context, in *gofuse.SetAttrIn) syscall.E
 		}
 	}
 	n.mu.Unlock()
-	if w != nil {
+	if w != nil && n.fsys.uploadsAfterClose() {
 		w.refreshAck() // an acknowledged close not uploaded yet
 	}
 	if (w != nil && w.pendingUpload()) || !linked || info.Key == "" {
