@@ -11,8 +11,9 @@ import (
 // TestAsyncUploadAfterForget: the kernel forgets a closed file's inode
 // (an entry invalidated here; memory pressure does the same) while its
 // upload waits in the queue. The acknowledged content still ends in the
-// bucket under its name; meanwhile a lookup of the name uploads it first
-// and shows it, and a rename of its directory moves it along.
+// bucket under its name; meanwhile a lookup of the name and a listing of
+// its directory upload it first and show it, and a rename of its
+// directory moves it along.
 func TestAsyncUploadAfterForget(t *testing.T) {
 	minio := newMinIOStore(t, nil)
 	store := newGateStore(minio)
@@ -65,6 +66,21 @@ func TestAsyncUploadAfterForget(t *testing.T) {
 		waitUntil(t, "the pending count to drop", func() bool { return m.fsys.Stats().PendingUploads == 0 })
 		wantObject(t, minio, "x", data)
 	})
+	t.Run("listing", func(t *testing.T) {
+		busy(t, 3)
+		data := []byte("listed")
+		writeFile(t, path(m, "d/z"), data, os.O_CREATE|os.O_WRONLY|os.O_TRUNC)
+		forget(t, root.GetChild("d"), "z")
+		during(t, "readdir", func() error {
+			names, err := os.ReadDir(path(m, "d"))
+			if err == nil && (len(names) != 1 || names[0].Name() != "z") {
+				err = fmt.Errorf("listing %v, want [z]", names)
+			}
+			return err
+		})
+		waitUntil(t, "the pending count to drop", func() bool { return m.fsys.Stats().PendingUploads == 0 })
+		wantObject(t, minio, "d/z", data)
+	})
 	t.Run("directory renamed", func(t *testing.T) {
 		busy(t, 2)
 		data := []byte("moves with its directory")
@@ -73,6 +89,7 @@ func TestAsyncUploadAfterForget(t *testing.T) {
 		during(t, "rename", func() error { return os.Rename(path(m, "d"), path(m, "e")) })
 		waitUntil(t, "the pending count to drop", func() bool { return m.fsys.Stats().PendingUploads == 0 })
 		wantObject(t, minio, "e/y", data)
+		wantObject(t, minio, "e/z", []byte("listed"))
 		wantNoObject(t, minio, "d/y")
 	})
 }

@@ -50,6 +50,11 @@ var (
 func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 	f := h.dir.fsys
 	prefix := dirPrefix(h.key)
+	// Acknowledged files no node answers for go to the bucket first, so
+	// that the listing shows them (settle.go).
+	if errno := f.settleChildrenErrno(ctx, "readdir", h.key); errno != 0 {
+		return time.Time{}, errno
+	}
 	ctx, cancel := f.opContext(ctx)
 	defer cancel()
 	l, err := f.cache.List(ctx, prefix)

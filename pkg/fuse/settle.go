@@ -21,11 +21,11 @@ import (
 //
 // Both are indexed here by the key they were acknowledged under. An
 // operation on such a key (lookup, a listing's entry, create, unlink,
-// rename, a revival by number), or on a directory above it (rename,
-// rmdir: settlePrefix), uploads the file first or waits for its upload
-// under way, so nobody sees or changes the bucket's older object, or
-// moves a directory without it. A plain listing shows the bucket's
-// meanwhile.
+// rename, a revival by number), a listing of its directory
+// (settleChildren), or a rename or rmdir of a directory above it
+// (settlePrefix) uploads the file first or waits for its upload under
+// way, so nobody sees or changes the bucket's older object, misses the
+// file in a listing, or moves a directory without it.
 
 // settler is a pending acknowledged file of the index.
 type settler interface {
@@ -71,9 +71,10 @@ func (ak *ackedKeys) get(key string) settler {
 	return ak.byKey[key]
 }
 
-// under returns the entries of the keys under directory prefix (with
-// its slash).
-func (ak *ackedKeys) under(prefix string) []settler {
+// under returns the entries of the keys under prefix (a directory's,
+// with its slash; "" for the root): all of them, or with children only
+// those of the directory itself.
+func (ak *ackedKeys) under(prefix string, children bool) []settler {
 	if ak.n.Load() == 0 {
 		return nil
 	}
@@ -81,7 +82,8 @@ func (ak *ackedKeys) under(prefix string) []settler {
 	defer ak.mu.Unlock()
 	var out []settler
 	for k, s := range ak.byKey {
-		if strings.HasPrefix(k, prefix) {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if ok && (!children || !strings.Contains(rest, "/")) {
 			out = append(out, s)
 		}
 	}
@@ -111,7 +113,17 @@ func (f *FS) settleErrno(ctx context.Context, op, key string) (bool, syscall.Err
 // settlePrefixErrno settles every pending acknowledged file under
 // directory dir before a rename or removal of dir.
 func (f *FS) settlePrefixErrno(ctx context.Context, op, dir string) syscall.Errno {
-	for _, s := range f.acked.under(dir + "/") {
+	return f.settleUnder(ctx, op, dir, dirPrefix(dir), false)
+}
+
+// settleChildrenErrno settles the pending acknowledged files of
+// directory dir itself before a listing of it, which then shows them.
+func (f *FS) settleChildrenErrno(ctx context.Context, op, dir string) syscall.Errno {
+	return f.settleUnder(ctx, op, dir, dirPrefix(dir), true)
+}
+
+func (f *FS) settleUnder(ctx context.Context, op, dir, prefix string, children bool) syscall.Errno {
+	for _, s := range f.acked.under(prefix, children) {
 		if _, err := s.settle(ctx); err != nil {
 			return f.errno(op, dir, err)
 		}

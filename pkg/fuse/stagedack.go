@@ -43,12 +43,12 @@ import (
 // or not the dead process's open files are inherited: the content is
 // complete, which an inherited writer's staged file need not be. Until
 // then an operation on its key (lookup, a listing entry, create, open for
-// writing, unlink, rename, and a rename or removal of a directory above
-// it) uploads it first, or waits for the upload under way (settle.go), so
-// nobody sees or changes the older object; a plain listing of the
-// directory shows the bucket's. An unacknowledged staged
-// file is never uploaded by a successor (the scan removes it, or keeps it
-// for an inherited writer, as in sync mode).
+// writing, unlink, rename), a listing of its directory, and a rename or
+// removal of a directory above it upload it first, or wait for the upload
+// under way (settle.go), so nobody sees or changes the older object or
+// misses the file. An unacknowledged staged file is never uploaded by a
+// successor (the scan removes it, or keeps it for an inherited writer, as
+// in sync mode).
 
 // ackSuffix ends the name of an acknowledgement note.
 const ackSuffix = ".ack"
