@@ -187,8 +187,10 @@ func stillWriting(ctx context.Context, n *fs.Inode) bool {
 }
 
 // uploadPendingUnder uploads the content of the files under n whose
-// close was acknowledged and not uploaded yet (uploadMode: async), before
-// a rename of directory n copies their objects.
+// close was acknowledged and not uploaded yet (uploadMode async), before
+// a rename of directory n copies their objects; in either mode it keeps
+// the write states under n from installing their uploaded version into
+// the cache under the old name when they finish.
 func uploadPendingUnder(ctx context.Context, n *fs.Inode) error {
 	if fn, ok := n.Operations().(*fileNode); ok {
 		if w, _ := fn.writeStates(); w != nil {
