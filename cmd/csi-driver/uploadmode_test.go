@@ -23,7 +23,9 @@ import (
 // process is killed with SIGKILL while its upload is pending (its MinIO
 // stopped). The next process on the same cache directory, in either
 // upload mode, uploads the file whose close returned, byte for byte, and
-// never the one whose writer had not closed it.
+// never the one whose writer had not closed it. A file created with O_EXCL
+// (no claim at create in async mode) whose name another writer stored
+// meanwhile is uploaded over it, that object kept under a conflict name.
 func TestMountCommandAsyncSuccessor(t *testing.T) {
 	testserver.RequireFUSE(t)
 	testserver.SkipShort(t, "builds the binary")
@@ -82,7 +84,7 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	first, firstLog := run(mnt, "async")
 	// Learn that the names are free while the store answers: the kernel
 	// trusts it for an hour, so the creates below send no lookup.
-	for _, name := range []string{"acked", "open"} {
+	for _, name := range []string{"acked", "open", "excl"} {
 		if _, err := os.Stat(filepath.Join(mnt, name)); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("stat %s: %v, want not found", name, err)
 		}
@@ -92,6 +94,12 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	if err := os.WriteFile(filepath.Join(mnt, "acked"), acked, 0o644); err != nil {
 		t.Fatalf("write and close with the store down: %v\n%s", err, firstLog)
 	}
+	// An exclusive create claims its name with its upload in async mode:
+	// with the store down it succeeds, and its note says so.
+	exclusive := []byte("created exclusively")
+	if err := writeExclusive(filepath.Join(mnt, "excl"), exclusive); err != nil {
+		t.Fatalf("exclusive create with the store down: %v\n%s", err, firstLog)
+	}
 	open, err := os.OpenFile(filepath.Join(mnt, "open"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +108,8 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 		t.Fatal(err)
 	}
 	writes := filepath.Join(cacheDir, "writes")
-	if notes := ackNotes(t, writes); len(notes) != 1 {
-		t.Errorf("acknowledgement notes %v, want one", notes)
+	if notes := ackNotes(t, writes); len(notes) != 2 {
+		t.Errorf("acknowledgement notes %v, want two", notes)
 	}
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -114,10 +122,16 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"acked", "open"} {
+	for _, key := range []string{"acked", "open", "excl"} {
 		if _, err := store.Stat(t.Context(), key); !errors.Is(err, objstore.ErrNotFound) {
 			t.Fatalf("%s in the bucket before the successor: %v", key, err)
 		}
+	}
+	// Another writer stores the exclusively created name meanwhile: the
+	// successor's upload keeps that object aside, then puts the file.
+	theirs := []byte("another writer's")
+	if _, err := store.Put(t.Context(), "excl", bytes.NewReader(theirs), objstore.PutOptions{Size: int64(len(theirs))}); err != nil {
+		t.Fatal(err)
 	}
 
 	mnt2 := t.TempDir()
@@ -135,6 +149,14 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	if err != nil || !bytes.Equal(got, acked) {
 		t.Errorf("acked in the bucket: %d bytes (%v), want the %d written", len(got), err, len(acked))
 	}
+	waitFor(t, "the exclusive file's upload", func() bool { return bytes.Equal(objectBytes(t, store, "excl"), exclusive) })
+	page, err := store.List(t.Context(), objstore.ListOptions{Prefix: "excl.conflict-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Objects) != 1 || !bytes.Equal(objectBytes(t, store, page.Objects[0].Key), theirs) {
+		t.Errorf("kept aside: %v, want one object holding the other writer's content", page.Objects)
+	}
 	if _, err := store.Stat(t.Context(), "open"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Errorf("the file never closed is in the bucket: %v", err)
 	}
@@ -148,6 +170,34 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	if err := second.Wait(); err != nil {
 		t.Errorf("successor exit: %v\n%s", err, secondLog)
 	}
+}
+
+// writeExclusive creates name with O_EXCL, writes data and closes.
+func writeExclusive(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// objectBytes is key's content, nil if it cannot be read.
+func objectBytes(t *testing.T, store objstore.Store, key string) []byte {
+	t.Helper()
+	body, _, err := store.Read(t.Context(), key, objstore.ReadOptions{Length: -1})
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = body.Close() }()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func stagedFiles(t *testing.T, dir string) []string {

@@ -47,6 +47,24 @@ type Usage struct {
 	// SharedCacheDegraded: the volume's shared cache tier fails (its
 	// reads go to the bucket).
 	SharedCacheDegraded bool `json:"sharedCacheDegraded,omitempty"`
+	// Uploads is the volume's FUSE process's uploads after close.
+	Uploads
+}
+
+// Uploads is what a volume's FUSE process reports of its uploads after
+// close (uploadMode async; a predecessor's acknowledged files in either
+// mode).
+type Uploads struct {
+	// PendingUploads and PendingUploadBytes: closes acknowledged whose
+	// upload has not succeeded yet.
+	PendingUploads     int64 `json:"pendingUploads,omitempty"`
+	PendingUploadBytes int64 `json:"pendingUploadBytes,omitempty"`
+	// UploadFailures counts the failed background upload attempts since
+	// the process started; each upload is retried until it succeeds.
+	UploadFailures int64 `json:"uploadFailures,omitempty"`
+	// CreateConflicts counts exclusive creates whose upload met another
+	// writer's object, kept aside under a conflict name.
+	CreateConflicts int64 `json:"createConflicts,omitempty"`
 }
 
 // LastAccess is LastAccessNano as a time; zero if unknown.

@@ -100,6 +100,9 @@ type Cache struct {
 	usageMu sync.Mutex
 	// guarded by usageMu
 	lastUsage cacheusage.Usage // last written usage file
+	// uploads reports the file system's uploads for the usage file
+	// (ReportUploads); nil: none.
+	uploads atomic.Pointer[func() cacheusage.Uploads]
 
 	ownMu   sync.Mutex
 	ownDirs map[string]time.Time // guarded by ownMu: directories MadeDir created ("a/b/"), and when

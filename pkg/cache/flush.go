@@ -281,6 +281,9 @@ func (c *Cache) writeUsage() {
 	if c.opts.Tier != nil {
 		u.SharedCacheDegraded = c.opts.Tier.Stats().Degraded
 	}
+	if report := c.uploads.Load(); report != nil {
+		u.Uploads = (*report)()
+	}
 	c.usageMu.Lock()
 	defer c.usageMu.Unlock()
 	if u == c.lastUsage {
@@ -289,6 +292,13 @@ func (c *Cache) writeUsage() {
 	if cacheusage.Write(c.dir, u) == nil {
 		c.lastUsage = u
 	}
+}
+
+// ReportUploads makes report part of the published usage from the next
+// flush on: the file system's uploads after close, which the cache does
+// not see.
+func (c *Cache) ReportUploads(report func() cacheusage.Uploads) {
+	c.uploads.Store(&report)
 }
 
 // flushMeta persists the metadata overlay alone (attributes, negative

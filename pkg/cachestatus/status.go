@@ -28,6 +28,10 @@ func statusOf(u cacheusage.Usage, ds *Dataset, now time.Time) basinv1.VolumeCach
 		UpdateTime:    metav1.NewTime(now.Truncate(time.Second)),
 
 		SharedCacheDegraded: u.SharedCacheDegraded,
+		PendingUploads:      u.PendingUploads,
+		PendingUploadBytes:  u.PendingUploadBytes,
+		UploadFailures:      u.UploadFailures,
+		CreateConflicts:     u.CreateConflicts,
 	}
 	if last := u.LastAccess(); !last.IsZero() {
 		t := metav1.NewTime(last.Truncate(time.Second))

@@ -26,3 +26,19 @@ func TestStatusOfDataset(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusOfUploads: the FUSE process's pending uploads, failures and
+// conflicts reach the status as published, and a change of them alone is
+// written.
+func TestStatusOfUploads(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	u := cacheusage.Usage{VolumeID: "h", Uploads: cacheusage.Uploads{PendingUploads: 3, PendingUploadBytes: 300, UploadFailures: 7, CreateConflicts: 1}}
+	st := statusOf(u, nil, now)
+	if st.PendingUploads != 3 || st.PendingUploadBytes != 300 || st.UploadFailures != 7 || st.CreateConflicts != 1 {
+		t.Errorf("status %+v, want the usage's uploads", st)
+	}
+	u.PendingUploads = 0
+	if !needsWrite(st, statusOf(u, nil, now), time.Hour) {
+		t.Error("a change of the pending uploads alone is not written")
+	}
+}

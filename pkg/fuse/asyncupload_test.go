@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basin-csi/basin/internal/cacheusage"
 	"github.com/basin-csi/basin/internal/mountdefaults"
 	"github.com/basin-csi/basin/pkg/mountspec"
 	"github.com/basin-csi/basin/pkg/objstore"
@@ -259,9 +260,18 @@ func TestAsyncUploadStoreDown(t *testing.T) {
 	if got := m.fsys.Stats().PendingUploads; got != 1 {
 		t.Errorf("pending uploads %d while the store is down, want 1", got)
 	}
+	// The cache's usage file carries them to VolumeCache (pkg/cachestatus).
+	waitUntil(t, "the usage file to show the failures", func() bool {
+		u, err := cacheusage.Read(m.cache.(cacheAdapter).Dir())
+		return err == nil && u.PendingUploads == 1 && u.PendingUploadBytes == int64(len("after the outage")) && u.UploadFailures >= 2
+	})
 	store.setDown(false)
 	waitUntil(t, "the upload", func() bool { return objectThere(t, minio, "d") })
 	wantObject(t, minio, "d", []byte("after the outage"))
+	waitUntil(t, "the usage file to show nothing pending", func() bool {
+		u, err := cacheusage.Read(m.cache.(cacheAdapter).Dir())
+		return err == nil && u.PendingUploads == 0 && u.PendingUploadBytes == 0
+	})
 }
 
 // TestAsyncUploadUnmountWaits: an unmount with uploads pending returns

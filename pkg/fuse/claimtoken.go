@@ -39,11 +39,12 @@ func withClaimToken(meta map[string]string, token string) map[string]string {
 	return m
 }
 
-// ownClaim returns key's attributes if it is the empty object this
-// mount's claim with token stored.
+// ownClaim returns key's attributes if the object there is the one this
+// mount's claim with token stored (an empty claim, or in async mode the
+// file's first upload: exclusiveupload.go).
 func (f *FS) ownClaim(ctx context.Context, key, token string) (objstore.ObjectInfo, bool) {
 	info, err := f.store.Stat(ctx, key)
-	if err != nil || info.Size != 0 || info.Metadata[claimTokenKey] != token {
+	if err != nil || info.Metadata[claimTokenKey] != token {
 		return objstore.ObjectInfo{}, false
 	}
 	return info, true

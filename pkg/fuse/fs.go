@@ -80,6 +80,9 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal), claimLinger: claimNoteLinger}
 	f.root = &dirNode{fsys: f}
 	f.uploads = newUploader(f)
+	if a, ok := c.(cacheAdapter); ok {
+		a.ReportUploads(f.uploadUsage) // in the usage file, for VolumeCache (pkg/cachestatus)
+	}
 	return f, nil
 }
 

@@ -38,7 +38,10 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 		created = withMode(nil, syscall.S_IFREG|mode&0o777)
 	}
 	var existing, claimed *objstore.ObjectInfo
+	exclusive := false // claimed by its first upload (exclusiveupload.go)
 	switch {
+	case flags&syscall.O_EXCL != 0 && f.uploadsAfterClose():
+		exclusive = true
 	case flags&syscall.O_EXCL != 0:
 		noted := f.noteClaim(key) // for a successor, should this process die (claims.go)
 		info, err := f.claim(ctx, key, created)
@@ -85,6 +88,11 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 		w, err = newClaimedState(f, ino, *claimed)
 	default:
 		w, err = newCreatedState(f, ino)
+		if err == nil && exclusive {
+			// One conditional upload at the end, never a stream: a
+			// stream's parts go up before the name is claimed.
+			w.exclusive, w.seq = true, false
+		}
 	}
 	if err != nil {
 		f.unclaim(ctx, claimed)

@@ -58,6 +58,9 @@ type ackNote struct {
 	Key  string            `json:"key"`
 	Size int64             `json:"size"`
 	Meta map[string]string `json:"meta,omitempty"`
+	// Exclusive: created with O_EXCL, its upload is the claim
+	// (exclusiveupload.go).
+	Exclusive bool `json:"exclusive,omitempty"`
 }
 
 // writeAck writes the note of the staged file at staged, durably.
@@ -147,7 +150,12 @@ func (r *recoveredFile) run(ctx context.Context) (bool, error) {
 	}
 	uctx, cancel := f.transferContext(ctx, size)
 	defer cancel()
-	info, err := f.store.Put(uctx, key, io.NewSectionReader(file, 0, size), objstore.PutOptions{Size: size, Metadata: r.note.Meta})
+	var info objstore.ObjectInfo
+	if r.note.Exclusive {
+		info, err = f.putExclusive(uctx, key, file, size, r.note.Meta)
+	} else {
+		info, err = f.store.Put(uctx, key, io.NewSectionReader(file, 0, size), objstore.PutOptions{Size: size, Metadata: r.note.Meta})
+	}
 	if err != nil {
 		return false, fmt.Errorf("upload %s: %w", key, err)
 	}

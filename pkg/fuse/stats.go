@@ -1,6 +1,10 @@
 package fuse
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/basin-csi/basin/internal/cacheusage"
+)
 
 // Stats are the file system's own counters (the cache counts hits and
 // fetches).
@@ -37,6 +41,10 @@ type Stats struct {
 	PendingUploads, PendingUploadBytes int64
 	UploadFailures, SyncFallbacks      int64
 	RecoveredUploads                   int64
+	// CreateConflicts counts files created with O_EXCL in async mode
+	// whose first upload met another writer's object, which was kept
+	// aside (exclusiveupload.go).
+	CreateConflicts int64
 }
 
 // counters is the mutable form of Stats.
@@ -51,6 +59,9 @@ type counters struct {
 	fallbacks              [numFallbacks]atomic.Int64
 
 	abortedUploads atomic.Int64
+	// createConflicts counts async exclusive creates whose first upload
+	// met another writer's object (exclusiveupload.go).
+	createConflicts atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -62,6 +73,7 @@ func (f *FS) Stats() Stats {
 		UploadFailures:     f.uploads.failures.Load(),
 		SyncFallbacks:      f.uploads.fallbacks.Load(),
 		RecoveredUploads:   f.uploads.recovered.Load(),
+		CreateConflicts:    f.counters.createConflicts.Load(),
 		PassthroughOpens:   f.counters.ptOpens.Load(),
 		UserOpens:          f.counters.userOpens.Load(),
 		FileOpens:          f.counters.opens.Load(),
@@ -82,4 +94,11 @@ func (c *counters) fallbackCounts() map[string]int64 {
 		m[r.String()] = c.fallbacks[r].Load()
 	}
 	return m
+}
+
+// uploadUsage is the part of Stats the cache publishes in its usage file.
+func (f *FS) uploadUsage() cacheusage.Uploads {
+	files, bytes := f.uploads.usage()
+	return cacheusage.Uploads{PendingUploads: int64(files), PendingUploadBytes: bytes,
+		UploadFailures: f.uploads.failures.Load(), CreateConflicts: f.counters.createConflicts.Load()}
 }

@@ -71,6 +71,7 @@ var (
 	descUploadFailures  = desc("basin_fuse_upload_failures_total", "Failed background uploads (uploadMode: async); each is retried until it succeeds.")
 	descSyncFallbacks   = desc("basin_fuse_upload_sync_fallbacks_total", "Closes with uploadMode async that uploaded synchronously: over the bound on pending files or bytes, or a streamed upload under way.")
 	descRecovered       = desc("basin_fuse_recovered_uploads_total", "Files a dead predecessor acknowledged and did not upload, uploaded by this process.")
+	descCreateConflicts = desc("basin_fuse_create_conflicts_total", "Files created with O_EXCL in uploadMode async whose first upload met another writer's object; that object was kept under <name>.conflict-<time>.")
 	descFallbacks       = prometheus.NewDesc("basin_fuse_stream_fallbacks_total", "Uploads started while a file was written and given up (the file is uploaded whole at close), by reason: rewrite, truncate, unlink, rename, error.", []string{"reason"}, nil)
 )
 
@@ -85,7 +86,8 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		descUsed, descCapacity, descObjects, descBuffers, descPinned,
 		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
 		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize, descAborted,
-		descPendingUploads, descPendingBytes, descUploadFailures, descSyncFallbacks, descRecovered} {
+		descStreams, descStreamed, descPendingUploads, descPendingBytes, descUploadFailures, descSyncFallbacks, descRecovered,
+		descCreateConflicts} {
 		ch <- d
 	}
 	for _, d := range tierDescs {
@@ -140,6 +142,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descUploadFailures, s.UploadFailures)
 		counter(descSyncFallbacks, s.SyncFallbacks)
 		counter(descRecovered, s.RecoveredUploads)
+		counter(descCreateConflicts, s.CreateConflicts)
 		for reason, n := range s.StreamFallbacks {
 			ch <- prometheus.MustNewConstMetric(descFallbacks, prometheus.CounterValue, float64(n), reason)
 		}

@@ -26,6 +26,7 @@
 //	basin_fuse_upload_failures_total                          failed background uploads (retried)
 //	basin_fuse_upload_sync_fallbacks_total                    async closes over the bounds, uploaded synchronously
 //	basin_fuse_recovered_uploads_total                        a dead predecessor's acknowledged files uploaded
+//	basin_fuse_create_conflicts_total                         async O_EXCL creates whose upload met another object (kept aside)
 //	basin_bucket_requests_total{op}                           stat|get|list|put|delete|copy|delete_prefix
 //	basin_bucket_request_errors_total{op,reason}
 //	basin_bucket_bytes_total{op}                              bytes read (get) and written (put)

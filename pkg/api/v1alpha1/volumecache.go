@@ -18,6 +18,7 @@ import (
 // +kubebuilder:printcolumn:name="Cached",type=string,JSONPath=`.status.cachedSize`
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.cachedObjects`
 // +kubebuilder:printcolumn:name="Percent",type=integer,JSONPath=`.status.cachedPercent`
+// +kubebuilder:printcolumn:name="Pending-Uploads",type=integer,JSONPath=`.status.pendingUploads`,priority=1
 // +kubebuilder:printcolumn:name="Last-Use",type=date,JSONPath=`.status.lastUseTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VolumeCache struct {
@@ -72,6 +73,24 @@ type VolumeCacheStatus struct {
 	// bucket.
 	// +optional
 	SharedCacheDegraded bool `json:"sharedCacheDegraded,omitempty"`
+	// PendingUploads counts the files whose close returned on the node
+	// and that are not in the bucket yet (uploadMode async),
+	// PendingUploadBytes their size.
+	// +optional
+	PendingUploads int64 `json:"pendingUploads,omitempty"`
+	// +optional
+	PendingUploadBytes int64 `json:"pendingUploadBytes,omitempty"`
+	// UploadFailures counts the failed background upload attempts since
+	// the volume's FUSE process started; each upload is retried until it
+	// succeeds, so a count that grows while PendingUploads stays above
+	// zero means the bucket refuses or cannot take the uploads.
+	// +optional
+	UploadFailures int64 `json:"uploadFailures,omitempty"`
+	// CreateConflicts counts the files created with O_EXCL in uploadMode
+	// async whose upload met another writer's object under the same name:
+	// that object was kept as "<name>.conflict-<time>".
+	// +optional
+	CreateConflicts int64 `json:"createConflicts,omitempty"`
 	// SharedWith names the other PersistentVolumes whose data on the
 	// node is this same cache: read-only volumes of one source share one
 	// FUSE process and cache there. CachedBytes and CachedObjects count
