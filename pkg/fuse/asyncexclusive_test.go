@@ -15,7 +15,9 @@ import (
 
 // TestAsyncExclusiveCreate: in uploadMode async an exclusive create sends
 // nothing to the bucket (its claim is the first upload: one PUT per file
-// in all), and stays exclusive within the mount. When another mount
+// in all), and stays exclusive within the mount. An upload whose earlier
+// attempt was stored (its answer lost) finds its own object: no conflict.
+// When another mount
 // stores the name between the create and the upload, the upload keeps
 // that object under a conflict name and puts the acknowledged file over
 // the name: both contents are in the bucket, and the conflict is counted.
@@ -48,6 +50,20 @@ func TestAsyncExclusiveCreate(t *testing.T) {
 		wantObject(t, s1, "fresh", []byte("fresh data"))
 		if n := store.puts("fresh"); n != 1 {
 			t.Errorf("%d PUTs of the file, want 1 (the upload is the claim)", n)
+		}
+	})
+
+	t.Run("an attempt stored whose answer was lost", func(t *testing.T) {
+		store.loseAnswer("lost") // the next PUT of it is stored, and fails
+		writeFile(t, path(m, "lost"), []byte("stored once"), os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+		waitUntil(t, "the retry", func() bool { return m.fsys.Stats().UploadFailures >= 1 && m.fsys.Stats().PendingUploads == 0 })
+		wantObject(t, s1, "lost", []byte("stored once"))
+		if n := m.fsys.Stats().CreateConflicts; n != 0 {
+			t.Errorf("%d conflicts: the retry took its own first attempt for another writer's object", n)
+		}
+		page, err := s1.List(t.Context(), objstore.ListOptions{Prefix: "lost" + conflictSuffix})
+		if err != nil || len(page.Objects) != 0 {
+			t.Errorf("kept aside: %v (%v), want nothing", page.Objects, err)
 		}
 	})
 

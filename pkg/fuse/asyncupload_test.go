@@ -28,6 +28,7 @@ type gateStore struct {
 	gate chan struct{} // closed: PUTs go through
 	down bool
 	keys map[string]int
+	lose map[string]bool // keys whose next PUT is stored and then fails
 
 	inFlight, maxInFlight atomic.Int64
 }
@@ -63,6 +64,17 @@ func (g *gateStore) setDown(down bool) {
 	g.mu.Unlock()
 }
 
+// loseAnswer makes key's next PUT store the object and fail, as when
+// the store's answer is lost.
+func (g *gateStore) loseAnswer(key string) {
+	g.mu.Lock()
+	if g.lose == nil {
+		g.lose = map[string]bool{}
+	}
+	g.lose[key] = true
+	g.mu.Unlock()
+}
+
 func (g *gateStore) puts(key string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -79,7 +91,8 @@ func (g *gateStore) Put(ctx context.Context, key string, body io.Reader, opts ob
 		}
 	}
 	g.mu.Lock()
-	gate, down := g.gate, g.down
+	gate, down, lose := g.gate, g.down, g.lose[key]
+	delete(g.lose, key)
 	g.keys[key]++
 	g.mu.Unlock()
 	select {
@@ -90,7 +103,11 @@ func (g *gateStore) Put(ctx context.Context, key string, body io.Reader, opts ob
 	if down {
 		return objstore.ObjectInfo{}, errStoreDown
 	}
-	return g.Store.Put(ctx, key, body, opts)
+	info, err := g.Store.Put(ctx, key, body, opts)
+	if err == nil && lose {
+		return objstore.ObjectInfo{}, errors.New("test: the answer was lost")
+	}
+	return info, err
 }
 
 var asyncCfg = Config{Spec: mountspec.Spec{UploadMode: mountdefaults.UploadAsync}}

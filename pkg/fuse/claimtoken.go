@@ -17,7 +17,11 @@ import (
 // claim carries a random token in its metadata; a claim that fails with
 // ErrExists reads the object's metadata, and finds its own token when
 // the object is its own first attempt. The token stays on the empty
-// object until the file's first upload replaces it.
+// object until the file's first upload replaces it. In uploadMode async
+// the claim is the first upload (exclusiveupload.go), and the token is
+// the file's, made at create and kept in its acknowledgement note: every
+// attempt of that upload (the SDK's retry, the uploader's next try, a
+// successor's) finds its own object, and keeps no copy of it aside.
 
 // claimTokenKey is the user-metadata key of a claim's token.
 const claimTokenKey = "basin-claim"

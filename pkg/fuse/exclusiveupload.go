@@ -44,28 +44,33 @@ func conflictKey(key string, t time.Time) string {
 	return key + conflictSuffix + t.UTC().Format("20060102T150405.000Z")
 }
 
-// putExclusive uploads size bytes of src as key's first version, created
-// exclusively in async mode (see above): a conditional create, and on a
-// conflict the other object copied aside and this one uploaded over it.
-func (f *FS) putExclusive(ctx context.Context, key string, src io.ReaderAt, size int64, meta map[string]string) (objstore.ObjectInfo, error) {
-	token := newClaimToken()
-	info, err := f.store.Put(ctx, key, io.NewSectionReader(src, 0, size),
-		objstore.PutOptions{Size: size, Metadata: withClaimToken(meta, token), IfAbsent: true})
+// putStaged uploads size bytes of src (a staged file) as key, with
+// metadata meta: as an exclusive create's first version when claimToken is
+// set (see above), else unconditionally.
+func (f *FS) putStaged(ctx context.Context, key string, src io.ReaderAt, size int64, meta map[string]string, claimToken string) (objstore.ObjectInfo, error) {
+	put := func(opts objstore.PutOptions) (objstore.ObjectInfo, error) {
+		opts.Size = size
+		return f.store.Put(ctx, key, io.NewSectionReader(src, 0, size), opts)
+	}
+	if claimToken == "" {
+		return put(objstore.PutOptions{Metadata: meta})
+	}
+	info, err := put(objstore.PutOptions{Metadata: withClaimToken(meta, claimToken), IfAbsent: true})
 	if !errors.Is(err, objstore.ErrExists) {
 		return info, err
 	}
-	if own, ok := f.ownClaim(ctx, key, token); ok {
-		// The store client sent the upload again (its first answer was
-		// lost) and the retry met the first attempt's object.
+	if own, ok := f.ownClaim(ctx, key, claimToken); ok {
+		// An earlier attempt of this upload stored it (its answer was
+		// lost, or it was this file's upload by a dead predecessor).
 		return own, nil
 	}
 	aside := conflictKey(key, time.Now())
 	if _, err := f.store.Copy(ctx, key, aside); err != nil {
 		// Gone again (or not yet complete): the next try decides.
-		return objstore.ObjectInfo{}, fmt.Errorf("upload %s: keeping the object another writer stored since the exclusive create: %w", key, err)
+		return objstore.ObjectInfo{}, fmt.Errorf("keeping the object another writer stored since the exclusive create: %w", err)
 	}
 	f.counters.createConflicts.Add(1)
 	klog.ErrorS(nil, "an exclusively created file met another writer's object at its upload; that object is kept aside and the file uploaded over it",
 		"volume", f.cfg.VolumeID, "key", key, "keptAs", aside)
-	return f.store.Put(ctx, key, io.NewSectionReader(src, 0, size), objstore.PutOptions{Size: size, Metadata: meta})
+	return put(objstore.PutOptions{Metadata: meta})
 }

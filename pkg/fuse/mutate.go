@@ -91,7 +91,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 		if err == nil && exclusive {
 			// One conditional upload at the end, never a stream: a
 			// stream's parts go up before the name is claimed.
-			w.exclusive, w.seq = true, false
+			w.claimToken, w.seq = newClaimToken(), false
 		}
 	}
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/basin-csi/basin/internal/atomicfile"
-	"github.com/basin-csi/basin/pkg/objstore"
 )
 
 // Acknowledged staged files (uploadMode: async). A close is acknowledged
@@ -58,9 +56,9 @@ type ackNote struct {
 	Key  string            `json:"key"`
 	Size int64             `json:"size"`
 	Meta map[string]string `json:"meta,omitempty"`
-	// Exclusive: created with O_EXCL, its upload is the claim
-	// (exclusiveupload.go).
-	Exclusive bool `json:"exclusive,omitempty"`
+	// ClaimToken: created with O_EXCL and never uploaded, its upload is
+	// the claim with this token (exclusiveupload.go).
+	ClaimToken string `json:"claimToken,omitempty"`
 }
 
 // writeAck writes the note of the staged file at staged, durably.
@@ -150,12 +148,7 @@ func (r *recoveredFile) run(ctx context.Context) (bool, error) {
 	}
 	uctx, cancel := f.transferContext(ctx, size)
 	defer cancel()
-	var info objstore.ObjectInfo
-	if r.note.Exclusive {
-		info, err = f.putExclusive(uctx, key, file, size, r.note.Meta)
-	} else {
-		info, err = f.store.Put(uctx, key, io.NewSectionReader(file, 0, size), objstore.PutOptions{Size: size, Metadata: r.note.Meta})
-	}
+	info, err := f.putStaged(uctx, key, file, size, r.note.Meta, r.note.ClaimToken)
 	if err != nil {
 		return false, fmt.Errorf("upload %s: %w", key, err)
 	}

@@ -72,7 +72,7 @@ func (w *writeState) syncAndNoteLocked(key string, size int64) (string, error) {
 	if err := unix.Fdatasync(int(w.file.Fd())); err != nil {
 		return "", fmt.Errorf("staging file: fdatasync: %w", err)
 	}
-	return writeAck(w.path, ackNote{Key: key, Size: size, Meta: w.node.uploadMeta(w), Exclusive: w.exclusive})
+	return writeAck(w.path, ackNote{Key: key, Size: size, Meta: w.node.uploadMeta(w), ClaimToken: w.claimToken})
 }
 
 // settleAckLocked uploads acknowledged content before it changes.
@@ -125,7 +125,7 @@ func (w *writeState) refreshAck() {
 	if !ok {
 		return
 	}
-	if _, err := writeAck(w.path, ackNote{Key: key, Size: w.ackSize, Meta: w.node.uploadMeta(w), Exclusive: w.exclusive}); err != nil {
+	if _, err := writeAck(w.path, ackNote{Key: key, Size: w.ackSize, Meta: w.node.uploadMeta(w), ClaimToken: w.claimToken}); err != nil {
 		klog.ErrorS(err, "rewriting an acknowledgement note", "volume", w.fsys().cfg.VolumeID, "key", key)
 	}
 }

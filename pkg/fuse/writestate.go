@@ -58,9 +58,10 @@ type writeState struct {
 	// it may be streamed (streamupload.go); up is its stream, if started.
 	seq bool
 	up  *upstream
-	// exclusive: created with O_EXCL in async mode, and not uploaded yet;
-	// its first upload is the claim (exclusiveupload.go).
-	exclusive bool
+	// claimToken: created with O_EXCL in async mode and not uploaded yet,
+	// its first upload is the claim, carrying this token
+	// (exclusiveupload.go); "" otherwise.
+	claimToken string
 	// ack is the acknowledgement note of a close whose upload is pending
 	// (uploadMode: async, stagedack.go), "" if none; ackSize is the size
 	// reserved for it with the uploader, ackKey the key it was
@@ -320,15 +321,11 @@ func (w *writeState) uploadLocked(ctx context.Context) error {
 	info, streamed := w.completeStreamLocked(uctx, key, size)
 	if !streamed {
 		var err error
-		if w.exclusive {
-			info, err = f.putExclusive(uctx, key, w.file, size, meta)
-		} else {
-			info, err = f.store.Put(uctx, key, io.NewSectionReader(w.file, 0, size), objstore.PutOptions{Size: size, Metadata: meta})
-		}
+		info, err = f.putStaged(uctx, key, w.file, size, meta, w.claimToken)
 		if err != nil {
 			return fmt.Errorf("upload %s: %w", key, err)
 		}
-		w.exclusive = false
+		w.claimToken = ""
 	} else if len(meta) > 0 {
 		// The stream started before the metadata was final: set it now
 		// (a copy on the server, no upload).
