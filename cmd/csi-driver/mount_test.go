@@ -234,9 +234,10 @@ func TestMountCommandFD(t *testing.T) {
 	}
 }
 
-func TestMountCommandMinIO(t *testing.T) {
-	testserver.RequireFUSE(t)
-	srv := testserver.MinIO(t)
+// newS3Bucket creates bucket on srv and returns a client of it (closed at
+// the test's end) and the server's credentials.
+func newS3Bucket(t *testing.T, srv *testserver.Server, bucket string) (objstore.Store, objstore.Credentials) {
+	t.Helper()
 	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
 	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
 	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
@@ -244,7 +245,6 @@ func TestMountCommandMinIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = admin.Close() }()
-	bucket := fmt.Sprintf("basin-cmd-%d", time.Now().UnixNano())
 	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,15 @@ func TestMountCommandMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = store.Close() }()
+	t.Cleanup(func() { _ = store.Close() })
+	return store, creds
+}
+
+func TestMountCommandMinIO(t *testing.T) {
+	testserver.RequireFUSE(t)
+	srv := testserver.MinIO(t)
+	bucket := fmt.Sprintf("basin-cmd-%d", time.Now().UnixNano())
+	store, creds := newS3Bucket(t, srv, bucket)
 	if _, err := store.Put(t.Context(), "vol/data/x", strings.NewReader("in minio"), objstore.PutOptions{Size: 8}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/basin-csi/basin/internal/testserver"
 	"github.com/basin-csi/basin/pkg/objstore"
-	"github.com/basin-csi/basin/pkg/objstore/s3store"
 )
 
 // TestMountCommandAsyncSuccessor: a `csi-driver mount --upload-mode async`
@@ -40,29 +39,15 @@ func TestMountCommandAsyncSuccessor(t *testing.T) {
 
 func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	srv := testserver.NewMinIO(t)
-	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
-	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = admin.Close() }()
-	cfg.Bucket = fmt.Sprintf("basin-async-%d", time.Now().UnixNano())
-	if err := admin.CreateBucket(t.Context(), cfg.Bucket); err != nil {
-		t.Fatal(err)
-	}
-	store, err := s3store.New(t.Context(), cfg, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = store.Close() }()
+	bucket := fmt.Sprintf("basin-async-%d", time.Now().UnixNano())
+	store, _ := newS3Bucket(t, srv, bucket)
 
 	cacheDir := t.TempDir()
 	run := func(mnt, mode string) (*exec.Cmd, *bytes.Buffer) {
 		t.Helper()
 		cmd := exec.Command(bin, "mount", "--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
 			"--cache-dir", cacheDir, "--upload-mode", mode, "--negative-metadata-ttl", "1h",
-			"s3://"+cfg.Bucket, mnt)
+			"s3://"+bucket, mnt)
 		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

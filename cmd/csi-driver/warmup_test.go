@@ -19,7 +19,6 @@ import (
 	"github.com/basin-csi/basin/internal/testserver"
 	basinv1 "github.com/basin-csi/basin/pkg/api/v1alpha1"
 	"github.com/basin-csi/basin/pkg/objstore"
-	"github.com/basin-csi/basin/pkg/objstore/s3store"
 	"github.com/basin-csi/basin/pkg/warmup"
 	"github.com/basin-csi/basin/pkg/warmupctl"
 )
@@ -49,23 +48,8 @@ func (s *countingStore) List(ctx context.Context, o objstore.ListOptions) (objst
 // (and one file outside it) and returns their contents by path.
 func dataset(t *testing.T, srv *testserver.Server) (bucket string, files map[string][]byte) {
 	t.Helper()
-	cfg := objstore.Config{Backend: objstore.BackendS3, Endpoint: srv.Endpoint, Region: srv.Region, PathStyle: true}
-	creds := objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	admin, err := s3store.NewAdmin(t.Context(), cfg, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = admin.Close() }()
 	bucket = "basin-warmup"
-	if err := admin.CreateBucket(t.Context(), bucket); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bucket = bucket
-	store, err := s3store.New(t.Context(), cfg, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = store.Close() }()
+	store, _ := newS3Bucket(t, srv, bucket)
 	rng := rand.New(rand.NewPCG(1, 2))
 	files = map[string][]byte{}
 	for i := range 48 {
