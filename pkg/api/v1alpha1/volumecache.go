@@ -74,10 +74,10 @@ type VolumeCacheStatus struct {
 	// +optional
 	SharedCacheDegraded bool `json:"sharedCacheDegraded,omitempty"`
 	// PendingUploads counts the files whose close returned on the node
-	// and that are not in the bucket yet (uploadMode async),
-	// PendingUploadBytes their size.
+	// and that are not in the bucket yet (uploadMode async).
 	// +optional
 	PendingUploads int64 `json:"pendingUploads,omitempty"`
+	// PendingUploadBytes is the size of those files.
 	// +optional
 	PendingUploadBytes int64 `json:"pendingUploadBytes,omitempty"`
 	// UploadFailures counts the failed background upload attempts since
