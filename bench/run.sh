@@ -40,7 +40,7 @@ install_tools() {
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq s3fs; } \
       || warn "apt-get install s3fs failed; s3fs will be n/a"
   fi
-  [[ -x $TOOLS/gcsfuse ]] || GOBIN=$TOOLS GOTOOLCHAIN=go1.27.2 \
+  [[ -x $TOOLS/gcsfuse ]] || GOBIN=$TOOLS GOTOOLCHAIN=go1.27.3 \
     go install github.com/googlecloudplatform/gcsfuse/v3@v3.13.0 \
     || warn "gcsfuse build failed; gcsfuse will be n/a"
 }
