@@ -178,13 +178,15 @@ func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// blockBuf returns a buffer for block b: pooled for large blocks, a plain
-// allocation for short ones (a 4 KiB object needs no 4 MiB buffer). bp is
-// what putBuf returns to the pool. It may wait for the pool (see get).
+// blockBuf returns a buffer for block b: a pooled block buffer, or for a
+// short block a short one (writeback_short.go). bp is what putBuf returns
+// to the pool (nil for a plain allocation). It may wait for the pool (see
+// get); a short block never waits.
 func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
 	n := o.blockLen(b)
 	if n < o.bs/4 {
-		return make([]byte, n), nil
+		buf, bp = c.pool(o.bs).getShort(n)
+		return buf, bp
 	}
 	bp = c.pool(o.bs).get()
 	return (*bp)[:n], bp
@@ -195,7 +197,8 @@ func (c *Cache) blockBuf(o *object, b int) (buf []byte, bp *[]byte) {
 func (c *Cache) tryBlockBuf(o *object, b int) (buf []byte, bp *[]byte, ok bool) {
 	n := o.blockLen(b)
 	if n < o.bs/4 {
-		return make([]byte, n), nil, true
+		buf, bp = c.pool(o.bs).getShort(n)
+		return buf, bp, true
 	}
 	if bp, ok = c.pool(o.bs).tryGet(); !ok {
 		return nil, nil, false

@@ -39,6 +39,8 @@ type bufPool struct {
 	// timer runs the idle check; nil when no buffer is free and no block
 	// kept.
 	timer *time.Timer
+	// shorts are the short pools by size class (writeback_short.go).
+	shorts map[int64]*bufPool
 	// kept lists the kept blocks (keptRef), oldest first.
 	// INVARIANT: an entry is in kept iff its flight is in its object's
 	// kept map, except between its removal here and unkeep.
@@ -109,15 +111,21 @@ func (p *bufPool) take(wait bool) (*[]byte, bool) {
 	}
 }
 
-// bytes is the memory of the buffers allocated now.
+// bytes is the memory of the buffers allocated now, short ones included.
 func (p *bufPool) bytes() int64 {
+	n := p.shortBytes()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return int64(p.total) * int64(p.size)
+	return n + int64(p.total)*int64(p.size)
 }
 
-// put returns a buffer from get; nobody may use it afterwards.
+// put returns a buffer from get or getShort; nobody may use it afterwards.
+// A short buffer goes back to the short pool of its capacity.
 func (p *bufPool) put(b *[]byte) {
+	if c := cap(*b); c != p.size {
+		p.shortPool(int64(c)).put(b)
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.free = append(p.free, b)
