@@ -61,6 +61,7 @@ func recordedStore(t *testing.T, cfg objstore.Config) (*Store, *recordingTranspo
 	opts.HTTPClient = &http.Client{Transport: rec}
 	opts.ExpressCredentials = nil // rebuilt on the recording client
 	st.c.s3 = s3.New(opts)
+	st.fast = newFastGet(context.Background(), st.c.s3.Options(), cfg.Bucket)
 	return st, rec
 }
 
@@ -113,5 +114,50 @@ func TestAmazonS3Addressing(t *testing.T) {
 				t.Errorf("a general purpose bucket's request carries a session token %q", gotToken)
 			}
 		})
+	}
+}
+
+// TestFastGetAddressing checks the read path's GET (fastget.go) against
+// the SDK's addressing: a general purpose bucket's GET goes, signed with
+// SigV4 for s3 in the bucket's region, to the same virtual-hosted URL the
+// SDK uses, asks for no gzip and carries the range and If-Match; a
+// directory bucket keeps the SDK's GetObject (its session auth).
+func TestFastGetAddressing(t *testing.T) {
+	st, rec := recordedStore(t, objstore.Config{Backend: objstore.BackendS3, Bucket: "tier-1", Region: "eu-west-1", MaxAttempts: 1})
+	defer func() { _ = st.Close() }()
+	if st.fast == nil {
+		t.Fatal("no fast GET for a general purpose bucket")
+	}
+	_, _, err := st.Read(context.Background(), "team a/block+1", objstore.ReadOptions{Offset: 10, Length: 5, IfVersion: "abc"})
+	if !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("Read = %v, want ErrNotFound from the recorded 404", err)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Method != http.MethodGet || r.URL.Host != "tier-1.s3.eu-west-1.amazonaws.com" || r.URL.Scheme != "https" {
+		t.Errorf("request %s %s, want GET https://tier-1.s3.eu-west-1.amazonaws.com/...", r.Method, r.URL)
+	}
+	if got, want := r.URL.EscapedPath(), "/team%20a/block%2B1"; got != want {
+		t.Errorf("path %q, want %q", got, want)
+	}
+	for h, want := range map[string]string{
+		"Range": "bytes=10-14", "If-Match": `"abc"`, "Accept-Encoding": "identity",
+		"X-Amz-Content-Sha256": emptyPayloadHash,
+	} {
+		if got := r.Header.Get(h); got != want {
+			t.Errorf("header %s = %q, want %q", h, got, want)
+		}
+	}
+	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(auth, "/eu-west-1/s3/aws4_request") {
+		t.Errorf("Authorization %q, want SigV4 for s3 in eu-west-1", auth)
+	}
+
+	express, _ := recordedStore(t, objstore.Config{Backend: objstore.BackendS3, Bucket: "tier--usw2-az1--x-s3", Region: "us-west-2", MaxAttempts: 1})
+	defer func() { _ = express.Close() }()
+	if express.fast != nil {
+		t.Error("a directory bucket got the fast GET; it needs the SDK's session auth")
 	}
 }

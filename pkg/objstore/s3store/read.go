@@ -75,7 +75,7 @@ func (s *Store) Read(ctx context.Context, key string, opts objstore.ReadOptions)
 	timeout := s.c.cfg.RequestTimeout
 	rctx, cancel := context.WithCancel(ctx)
 	headers := time.AfterFunc(timeout, cancel)
-	out, err := s.c.s3.GetObject(rctx, in)
+	out, err := s.getObject(rctx, in)
 	if !headers.Stop() {
 		if err == nil {
 			_ = out.Body.Close()

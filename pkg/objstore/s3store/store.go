@@ -32,6 +32,9 @@ type Store struct {
 	// constant
 	c      *client
 	bucket string
+	// fast sends the read path's GETs (fastget.go); nil: the SDK's
+	// GetObject.
+	fast *fastGet
 	// deleteBatch, copyThreshold and copyPart are the limits above; tests
 	// lower them to exercise batching and multipart copy cheaply.
 	deleteBatch   int
@@ -61,6 +64,7 @@ func newStore(ctx context.Context, cfg objstore.Config, creds objstore.Credentia
 	return &Store{
 		c:             c,
 		bucket:        cfg.Bucket,
+		fast:          newFastGet(ctx, c.s3.Options(), cfg.Bucket),
 		deleteBatch:   maxDeleteBatch,
 		copyThreshold: copyPartSize,
 		copyPart:      copyPartSize,
