@@ -153,8 +153,8 @@ func versusBestPeer(r *Report, row Row) string {
 	}
 	best, bestName := 0.0, ""
 	for _, s := range r.Systems {
-		if s.Name == Basin || s.Name == Ceiling || s.Name == Direct {
-			continue
+		if s.Name == Basin || s.Name == Ceiling || s.Name == Direct || strings.HasPrefix(s.Name, Basin+"-") {
+			continue // not a peer: a ceiling, or Basin itself (basin-b, basin-async, ...)
 		}
 		if v, ok := row.Value(s.Name); ok && v > best {
 			best, bestName = v, s.Name

@@ -188,3 +188,18 @@ func TestDirectAndCPU(t *testing.T) {
 		}
 	}
 }
+
+// Basin's own variants (basin-b, basin-async, ...) are columns of an A/B,
+// never the "best peer".
+func TestBestPeerLeavesOutBasinVariants(t *testing.T) {
+	r := &Report{Systems: []System{{Name: Basin}, {Name: "basin-b"}, {Name: "rclone"}, {Name: Ceiling}}}
+	files := func(n int64) scenario.Measure { return scenario.Measure{Files: n, Elapsed: time.Second} }
+	row := Row{Cells: map[string]Cell{
+		Basin:     {Status: OK, Measure: files(100)},
+		"basin-b": {Status: OK, Measure: files(400)},
+		"rclone":  {Status: OK, Measure: files(50)},
+	}}
+	if got := versusBestPeer(r, row); got != "2.0× (rclone)" {
+		t.Errorf("versusBestPeer = %q, want 2.0× (rclone)", got)
+	}
+}
