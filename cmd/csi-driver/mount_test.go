@@ -309,6 +309,29 @@ func TestMountCommandMinIO(t *testing.T) {
 	})
 }
 
+// startMountProcess runs `bin mount args...` as a child process (env
+// added to the test's) until the mount at mnt is up; cleanup kills it and
+// lazily detaches a leftover mount. stderr collects the child's log.
+func startMountProcess(t *testing.T, bin, mnt string, env []string, args ...string) (cmd *exec.Cmd, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command(bin, append([]string{"mount"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // reaps it unless the test did
+		if isMounted(t, mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	waitFor(t, "the mount", func() bool { return isMounted(t, mnt) })
+	return cmd, stderr
+}
+
 // TestMountCommandSIGTERM runs the real binary and checks that SIGTERM
 // unmounts cleanly and exits 0.
 func TestMountCommandSIGTERM(t *testing.T) {
@@ -322,19 +345,7 @@ func TestMountCommandSIGTERM(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "mount", "--cache-dir", t.TempDir(), "file://"+bucket, mnt)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if isMounted(t, mnt) {
-			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-	})
-	waitFor(t, "the mount", func() bool { return isMounted(t, mnt) })
+	cmd, stderr := startMountProcess(t, bin, mnt, nil, "--cache-dir", t.TempDir(), "file://"+bucket, mnt)
 	if got, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(got) != "x" {
 		t.Fatalf("read: %q, %v", got, err)
 	}

@@ -45,24 +45,10 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	cacheDir := t.TempDir()
 	run := func(mnt, mode string) (*exec.Cmd, *bytes.Buffer) {
 		t.Helper()
-		cmd := exec.Command(bin, "mount", "--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
+		return startMountProcess(t, bin, mnt, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey},
+			"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
 			"--cache-dir", cacheDir, "--upload-mode", mode, "--negative-metadata-ttl", "1h",
 			"s3://"+bucket, mnt)
-		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			if isMounted(t, mnt) {
-				_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-			}
-		})
-		waitFor(t, "the mount", func() bool { return isMounted(t, mnt) })
-		return cmd, &stderr
 	}
 
 	mnt := t.TempDir()
@@ -125,14 +111,8 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 		_, err := store.Stat(t.Context(), "acked")
 		return err == nil
 	})
-	body, _, err := store.Read(t.Context(), "acked", objstore.ReadOptions{Length: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(body)
-	_ = body.Close()
-	if err != nil || !bytes.Equal(got, acked) {
-		t.Errorf("acked in the bucket: %d bytes (%v), want the %d written", len(got), err, len(acked))
+	if got := objectBytes(t, store, "acked"); !bytes.Equal(got, acked) {
+		t.Errorf("acked in the bucket: %d bytes, want the %d written", len(got), len(acked))
 	}
 	waitFor(t, "the exclusive file's upload", func() bool { return bytes.Equal(objectBytes(t, store, "excl"), exclusive) })
 	page, err := store.List(t.Context(), objstore.ListOptions{Prefix: "excl.conflict-"})

@@ -154,12 +154,7 @@ func (g *fastGet) attempt(ctx context.Context, in *s3.GetObjectInput) (*s3.GetOb
 		Body:          resp.Body,
 		ETag:          headerPtr(resp.Header, "ETag"),
 		ContentRange:  headerPtr(resp.Header, "Content-Range"),
-		ContentLength: aws.Int64(resp.ContentLength),
-	}
-	if v := resp.Header.Get("Content-Length"); v != "" {
-		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil {
-			out.ContentLength = aws.Int64(n)
-		}
+		ContentLength: aws.Int64(resp.ContentLength), // net/http's parse of Content-Length
 	}
 	if v := resp.Header.Get("Last-Modified"); v != "" {
 		if t, perr := http.ParseTime(v); perr == nil {
