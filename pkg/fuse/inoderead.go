@@ -114,10 +114,28 @@ type heldFdResult struct {
 
 func (r heldFdResult) Seekable() (uintptr, int64, int) { return r.fd.Seekable() }
 
+// vectored is go-fuse's interface of a result it writes with one writev
+// (dataReply).
+type vectored interface {
+	Slices() ([][]byte, gofuse.Status)
+}
+
+// heldVecResult is a heldResult go-fuse still writes without a splice
+// attempt.
+type heldVecResult struct {
+	heldResult
+	v vectored
+}
+
+func (r heldVecResult) Slices() ([][]byte, gofuse.Status) { return r.v.Slices() }
+
 func held(res gofuse.ReadResult, release func()) gofuse.ReadResult {
 	h := heldResult{res, release}
 	if fd, ok := res.(seekable); ok {
 		return heldFdResult{h, fd}
+	}
+	if v, ok := res.(vectored); ok {
+		return heldVecResult{h, v}
 	}
 	return h
 }

@@ -7,16 +7,17 @@ import (
 )
 
 // TestHeldResultReleasesAtDone: an inode reader is released when go-fuse
-// has sent the reply (Done), not before, and a spliceable result stays
-// spliceable.
+// has sent the reply (Done), not before; a spliceable result stays
+// spliceable and a vectored one vectored.
 func TestHeldResultReleasesAtDone(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		res        gofuse.ReadResult
-		spliceable bool
+		name                 string
+		res                  gofuse.ReadResult
+		spliceable, vectored bool
 	}{
-		{"fd", gofuse.ReadResultFd(7, 4096, 100), true},
-		{"data", gofuse.ReadResultData([]byte("abc")), false},
+		{"fd", gofuse.ReadResultFd(7, 4096, 100), true, false},
+		{"data", dataReply([]byte("abc")), false, true},
+		{"plain", gofuse.ReadResultData([]byte("abc")), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			released := 0
@@ -32,6 +33,9 @@ func TestHeldResultReleasesAtDone(t *testing.T) {
 				if fd, off, sz := s.Seekable(); fd != 7 || off != 4096 || sz != 100 {
 					t.Errorf("Seekable() = %d %d %d", fd, off, sz)
 				}
+			}
+			if _, ok := h.(vectored); ok != tc.vectored {
+				t.Errorf("vectored %v, want %v", ok, tc.vectored)
 			}
 			if released != 0 {
 				t.Fatal("released before Done")

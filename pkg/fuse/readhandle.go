@@ -47,14 +47,18 @@ func (h *readHandle) PassthroughFd() (int, bool) {
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.ReadResult, syscall.Errno) {
 	size := h.oh.Info().Size
 	if off >= size || len(dest) == 0 {
-		return gofuse.ReadResultData(nil), 0
+		return dataReply(nil), 0
 	}
 	n := int(min(int64(len(dest)), size-off))
 	for _, f := range []*os.File{h.local, h.pt} {
 		if f != nil {
 			// pt is only read here if registering the backing file failed.
+			res, err := fileReply(f, dest, off, n)
+			if err != nil {
+				return nil, h.node.fsys.errno("read", h.oh.Info().Key, err)
+			}
 			h.node.fsys.counters.userReadBytes.Add(int64(n))
-			return gofuse.ReadResultFd(f.Fd(), off, n), 0
+			return res, 0
 		}
 	}
 	window := h.oh.PrefetchWindow()
@@ -71,7 +75,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.R
 		return nil, h.node.fsys.errno("read", h.oh.Info().Key, err)
 	}
 	h.node.fsys.counters.userReadBytes.Add(int64(got))
-	return gofuse.ReadResultData(dest[:got]), 0
+	return dataReply(dest[:got]), 0
 }
 
 // Release unpins the object (which closes its data file when the cache

@@ -47,7 +47,7 @@ func (h *writeHandle) Read(ctx context.Context, dest []byte, off int64) (gofuse.
 	if err != nil {
 		return nil, h.node.fsys.errno("read", h.keyForLog(), err)
 	}
-	return gofuse.ReadResultData(dest[:n]), 0
+	return dataReply(dest[:n]), 0
 }
 
 func (h *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
