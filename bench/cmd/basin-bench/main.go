@@ -88,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Clean:      env.clean,
 		StorePID:   env.storePID,
 		DropCaches: scenario.DropCaches,
+		FreeDisk:   func() (int64, int64, error) { return freeDisk(cfg.workDir) },
 		Logf:       logf,
 	})
 	if err != nil {
@@ -185,6 +186,16 @@ func proxyConfig(cfg config) wanproxy.Config {
 	pc := cfg.proxy
 	pc.Upstream = "MinIO / fake-gcs-server"
 	return pc
+}
+
+// freeDisk is the free (to unprivileged users, as statfs's f_bavail; the
+// cache's floor is measured the same way) and total bytes of dir's disk.
+func freeDisk(dir string) (free, total int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
 }
 
 func machine() string {

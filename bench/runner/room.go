@@ -1,0 +1,53 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/basin-csi/basin/pkg/cache"
+)
+
+// A system whose cache disk cannot hold a scenario's data above Basin's
+// free-space floor (cache.DefaultMinFreeRatio of the disk) measures
+// something else: the cache refuses blocks, the read-ahead pauses, and a
+// cold read runs at the bucket's rate with nothing cached for the warm
+// one. It happened once: a full run began with 14 GB free on a 252 GB
+// disk whose floor is 12.6 GB, and its cold checkpoint read was 0.25 of
+// the direct client. So a system is only played with room for the
+// largest data set twice over (the cache's copy, and the bucket's copy of
+// what the write scenario writes when the bucket is on the same disk),
+// and its cells say why not otherwise.
+
+// roomSlack is kept free above the floor and the data, for logs, the
+// index and the staging of small writes.
+const roomSlack = 1 << 30
+
+// roomNeeded is the free space a system's pass needs on the cache disk
+// above the floor: the largest set, twice.
+func (c Config) roomNeeded() int64 {
+	var largest int64
+	for _, s := range []int64{c.Sets.Small.TotalBytes(), c.Sets.Checkpoint.TotalBytes(), c.Sets.Write.TotalBytes(), c.Sets.Create.TotalBytes()} {
+		largest = max(largest, s)
+	}
+	return 2*largest + roomSlack
+}
+
+// roomProblem says why the cache disk is too full for a pass, "" when it
+// is not (or the runner cannot tell: no FreeDisk hook).
+func (r *Runner) roomProblem() string {
+	if r.hooks.FreeDisk == nil {
+		return ""
+	}
+	free, total, err := r.hooks.FreeDisk()
+	if err != nil {
+		return fmt.Sprintf("free space of the cache disk unknown: %v", err)
+	}
+	floor := int64(cache.DefaultMinFreeRatio * float64(total))
+	need := r.cfg.roomNeeded()
+	if free-need >= floor {
+		return ""
+	}
+	return fmt.Sprintf("the cache disk has %.1f GB free of %.1f GB: after the %.1f GB a pass caches and writes, it would be below the cache's free-space floor (%.1f GB), where blocks are refused and cold reads fetch twice; free %.1f GB",
+		gb(free), gb(total), gb(need), gb(floor), gb(floor+need-free))
+}
+
+func gb(n int64) float64 { return float64(n) / 1e9 }

@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/basin-csi/basin/bench/report"
+	"github.com/basin-csi/basin/bench/sut"
+	"github.com/basin-csi/basin/bench/sut/suttest"
+)
+
+// TestCacheDiskTooFullIsNotPlayed: a system whose cache disk would fall
+// below the cache's free-space floor is not played, and its cells say
+// why; with room, or for the local directory (no cache), it is.
+func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
+	cfg := testConfig()
+	const total = int64(100e9)
+	floor := total * 5 / 100
+	for _, tc := range []struct {
+		name    string
+		free    int64
+		backend sut.Backend
+		played  bool
+	}{
+		{"room", floor + cfg.roomNeeded(), sut.BackendS3, true},
+		{"full", floor + cfg.roomNeeded() - 1, sut.BackendS3, false},
+		{"full, local", floor, sut.BackendLocal, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			populate(t, cfg, root)
+			var l hookLog
+			h := hooks(&l)
+			h.FreeDisk = func() (int64, int64, error) { return tc.free, total, nil }
+			r, err := New(cfg, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := r.Run(context.Background(), []sut.System{suttest.New("fake", root, tc.backend)})
+			c := cell(t, rows, ckptCold, "fake")
+			refused := c.Status == report.Failed && strings.Contains(c.Reason, "free-space floor")
+			if refused == tc.played {
+				t.Errorf("free %d of %d: cell %+v, played %v", tc.free, total, c, tc.played)
+			}
+		})
+	}
+}
