@@ -12,7 +12,8 @@ import (
 
 // TestCacheDiskTooFullIsNotPlayed: a system whose cache disk would fall
 // below the cache's free-space floor is not played, and its cells say
-// why; with room, or for the local directory (no cache), it is.
+// why; with room, or for the local directory or a direct client (no
+// cache), it is.
 func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 	cfg := testConfig()
 	const total = int64(100e9)
@@ -26,6 +27,7 @@ func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 		{"room", floor + cfg.roomNeeded(), sut.BackendS3, true},
 		{"full", floor + cfg.roomNeeded() - 1, sut.BackendS3, false},
 		{"full, local", floor, sut.BackendLocal, true},
+		{"full, client", floor, sut.BackendS3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -37,7 +39,15 @@ func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, _ := r.Run(context.Background(), []sut.System{suttest.New("fake", root, tc.backend)})
+			var sys sut.System = suttest.New("fake", root, tc.backend)
+			if strings.HasSuffix(tc.name, "client") {
+				c, err := suttest.NewClient("fake", root, tc.backend)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sys = c
+			}
+			rows, _ := r.Run(context.Background(), []sut.System{sys})
 			c := cell(t, rows, ckptCold, "fake")
 			refused := c.Status == report.Failed && strings.Contains(c.Reason, "free-space floor")
 			if refused == tc.played {
