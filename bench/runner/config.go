@@ -93,9 +93,9 @@ type Hooks struct {
 	StorePID func(sut.Backend) int
 	// DropCaches drops the kernel's page, dentry and inode caches.
 	DropCaches func() error
-	// FreeDisk returns the free and total bytes of the disk the systems'
-	// caches are on; nil skips the room check (room.go).
-	FreeDisk func() (free, total int64, err error)
+	// CacheDisk tells the room on the disk the systems' caches are on;
+	// nil skips the room check (room.go).
+	CacheDisk func() (DiskRoom, error)
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 }

@@ -18,37 +18,50 @@ import (
 // bucket's copy of what the write scenario writes when the bucket is on
 // the same disk), and its cells say why not otherwise.
 
+// DiskRoom is the room on the cache disk.
+type DiskRoom struct {
+	// Free (to unprivileged users, as the cache's floor counts it) and
+	// Total bytes.
+	Free, Total int64
+	// BucketHere: the local object store keeps its data on this disk, so
+	// what the write scenario writes lands on it twice.
+	BucketHere bool
+}
+
 // roomSlack is kept free above the floor and the data, for logs, the
 // index and the staging of small writes.
 const roomSlack = 1 << 30
 
 // roomNeeded is the free space a system's pass needs on the cache disk
-// above the floor: the largest set, twice.
-func (c Config) roomNeeded() int64 {
+// above the floor: the largest set, twice when the bucket is on the disk.
+func (c Config) roomNeeded(bucketHere bool) int64 {
 	var largest int64
 	for _, s := range []int64{c.Sets.Small.TotalBytes(), c.Sets.Checkpoint.TotalBytes(), c.Sets.Write.TotalBytes(), c.Sets.Create.TotalBytes()} {
 		largest = max(largest, s)
 	}
-	return 2*largest + roomSlack
+	if bucketHere {
+		largest *= 2
+	}
+	return largest + roomSlack
 }
 
 // roomProblem says why the cache disk is too full for a pass, "" when it
-// is not (or the runner cannot tell: no FreeDisk hook).
+// is not (or the runner cannot tell: no CacheDisk hook).
 func (r *Runner) roomProblem() string {
-	if r.hooks.FreeDisk == nil {
+	if r.hooks.CacheDisk == nil {
 		return ""
 	}
-	free, total, err := r.hooks.FreeDisk()
+	d, err := r.hooks.CacheDisk()
 	if err != nil {
 		return fmt.Sprintf("free space of the cache disk unknown: %v", err)
 	}
-	floor := int64(cache.DefaultMinFreeRatio * float64(total))
-	need := r.cfg.roomNeeded()
-	if free-need >= floor {
+	floor := int64(cache.DefaultMinFreeRatio * float64(d.Total))
+	need := r.cfg.roomNeeded(d.BucketHere)
+	if d.Free-need >= floor {
 		return ""
 	}
 	return fmt.Sprintf("the cache disk has %.1f GB free of %.1f GB: after the %.1f GB a pass caches and writes, it would be below the cache's free-space floor (%.1f GB), where blocks are refused and cold reads fetch twice; free %.1f GB",
-		gb(free), gb(total), gb(need), gb(floor), gb(floor+need-free))
+		gb(d.Free), gb(d.Total), gb(need), gb(floor), gb(floor+need-d.Free))
 }
 
 // cachesOnDisk reports whether sys keeps a cache on the disk: not the

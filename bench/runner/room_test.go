@@ -24,8 +24,8 @@ func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 		backend sut.Backend
 		played  bool
 	}{
-		{"room", floor + cfg.roomNeeded(), sut.BackendS3, true},
-		{"full", floor + cfg.roomNeeded() - 1, sut.BackendS3, false},
+		{"room", floor + cfg.roomNeeded(true), sut.BackendS3, true},
+		{"full", floor + cfg.roomNeeded(true) - 1, sut.BackendS3, false},
 		{"full, local", floor, sut.BackendLocal, true},
 		{"full, client", floor, sut.BackendS3, true},
 	} {
@@ -34,7 +34,7 @@ func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 			populate(t, cfg, root)
 			var l hookLog
 			h := hooks(&l)
-			h.FreeDisk = func() (int64, int64, error) { return tc.free, total, nil }
+			h.CacheDisk = func() (DiskRoom, error) { return DiskRoom{Free: tc.free, Total: total, BucketHere: true}, nil }
 			r, err := New(cfg, h)
 			if err != nil {
 				t.Fatal(err)
@@ -54,5 +54,8 @@ func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 				t.Errorf("free %d of %d: cell %+v, played %v", tc.free, total, c, tc.played)
 			}
 		})
+	}
+	if cfg.roomNeeded(false) >= cfg.roomNeeded(true) {
+		t.Errorf("a bucket elsewhere needs %d bytes, not less than one on the disk (%d)", cfg.roomNeeded(false), cfg.roomNeeded(true))
 	}
 }

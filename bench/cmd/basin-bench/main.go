@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Clean:      env.clean,
 		StorePID:   env.storePID,
 		DropCaches: scenario.DropCaches,
-		FreeDisk:   func() (int64, int64, error) { return freeDisk(cfg.workDir) },
+		CacheDisk:  func() (runner.DiskRoom, error) { return cacheDisk(cfg.workDir, cfg.minioDir) },
 		Logf:       logf,
 	})
 	if err != nil {
@@ -188,14 +188,20 @@ func proxyConfig(cfg config) wanproxy.Config {
 	return pc
 }
 
-// freeDisk is the free (to unprivileged users, as statfs's f_bavail; the
-// cache's floor is measured the same way) and total bytes of dir's disk.
-func freeDisk(dir string) (free, total int64, err error) {
+// cacheDisk is the room on the disk of dir (the caches'): free bytes as
+// statfs's f_bavail (the cache's floor counts the same way), and whether
+// MinIO's data directory is on it.
+func cacheDisk(dir, minioDir string) (runner.DiskRoom, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, 0, err
+		return runner.DiskRoom{}, err
 	}
-	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
+	d := runner.DiskRoom{Free: int64(st.Bavail) * st.Bsize, Total: int64(st.Blocks) * st.Bsize}
+	var a, b syscall.Stat_t
+	if syscall.Stat(dir, &a) == nil && syscall.Stat(minioDir, &b) == nil {
+		d.BucketHere = a.Dev == b.Dev
+	}
+	return d, nil
 }
 
 func machine() string {
