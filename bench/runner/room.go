@@ -10,13 +10,13 @@ import (
 // A system whose cache disk cannot hold a scenario's data above Basin's
 // free-space floor (cache.DefaultMinFreeRatio of the disk) measures
 // something else: the cache refuses blocks, the read-ahead pauses, and
-// what the cold pass read is not all there for the warm one. The full
-// run of 2026-11-29 began with about 14 GB free on a 252 GB disk whose
-// floor is 12.6 GB; its checkpoint read after drop_caches was 734 MB/s,
-// and the same phase with 22 GB free 1,283 MB/s (one run each). So a system with a cache on this disk is only played with
-// room for the largest data set twice over (the cache's copy, and the
-// bucket's copy of what the write scenario writes when the bucket is on
-// the same disk), and its cells say why not otherwise.
+// what the cold pass read is not all there for the warm one. A quick run
+// with 9.6 GB free on a 252 GB disk (floor 12.6 GB) read its checkpoints
+// at 75 MB/s cold and after drop_caches alike; with 21 GB free the same
+// binaries gave 188-211 and 980-1,258 MB/s. So a system with a cache is
+// only played with room for the largest data set above the floor, twice
+// over when the bucket's data is on the same disk (what the write
+// scenario writes lands there too), and its cells say why not otherwise.
 
 // DiskRoom is the room on the cache disk.
 type DiskRoom struct {
