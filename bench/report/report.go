@@ -136,12 +136,19 @@ func (r *Report) BaseName() string {
 }
 
 // WriteFiles writes <base>.md, <base>.png and <base>.json into dir and
-// returns the Markdown file's path.
+// returns the Markdown file's path. A second run of the same day does not
+// overwrite the first: its base gets "-2", "-3", ... appended.
 func (r *Report) WriteFiles(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	base := filepath.Join(dir, r.BaseName())
+	for n := 2; ; n++ {
+		if _, err := os.Stat(base + ".md"); err != nil {
+			break // free (or unreadable: creating it reports why)
+		}
+		base = filepath.Join(dir, fmt.Sprintf("%s-%d", r.BaseName(), n))
+	}
 	png, err := os.Create(base + ".png")
 	if err != nil {
 		return "", err

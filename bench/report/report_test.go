@@ -203,3 +203,41 @@ func TestBestPeerLeavesOutBasinVariants(t *testing.T) {
 		t.Errorf("versusBestPeer = %q, want 2.0× (rclone)", got)
 	}
 }
+
+// TestSecondRunOfTheDayKeepsTheFirst: a second report of the same day and
+// mode gets its own files, and the first one's stay as they were.
+func TestSecondRunOfTheDayKeepsTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	r := sample()
+	first, err := r.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Command = "a second run"
+	second, err := r.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(second) != "2026-07-01-quick-2.md" {
+		t.Fatalf("second report at %s", second)
+	}
+	for _, ext := range []string{".png", ".json"} {
+		if _, err := os.Stat(strings.TrimSuffix(second, ".md") + ext); err != nil {
+			t.Error(err)
+		}
+	}
+	md, err := os.ReadFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "2026-07-01-quick-2.png") {
+		t.Error("the second report does not show its own chart")
+	}
+	if after, _ := os.ReadFile(first); string(after) != string(before) {
+		t.Error("the first report changed")
+	}
+}
