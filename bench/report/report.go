@@ -142,12 +142,11 @@ func (r *Report) WriteFiles(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	base := filepath.Join(dir, r.BaseName())
-	for n := 2; ; n++ {
-		if _, err := os.Stat(base + ".md"); err != nil {
-			break // free (or unreadable: creating it reports why)
-		}
-		base = filepath.Join(dir, fmt.Sprintf("%s-%d", r.BaseName(), n))
+	stem := filepath.Join(dir, r.BaseName())
+	base := stem
+	// Taken while its .md exists (an unreadable one: creating it says why).
+	for n := 2; fileExists(base + ".md"); n++ {
+		base = fmt.Sprintf("%s-%d", stem, n)
 	}
 	png, err := os.Create(base + ".png")
 	if err != nil {
@@ -176,4 +175,9 @@ func (r *Report) WriteFiles(dir string) (string, error) {
 		return "", err
 	}
 	return base + ".md", md.Close()
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -45,10 +45,11 @@ func (c Config) roomNeeded(bucketHere bool) int64 {
 	return largest + roomSlack
 }
 
-// roomProblem says why the cache disk is too full for a pass, "" when it
-// is not (or the runner cannot tell: no CacheDisk hook).
-func (r *Runner) roomProblem() string {
-	if r.hooks.CacheDisk == nil {
+// roomProblem says why the cache disk is too full for a pass of sys, ""
+// when it is not, when sys keeps no cache there, or when the runner cannot
+// tell (no CacheDisk hook).
+func (r *Runner) roomProblem(sys sut.System) string {
+	if r.hooks.CacheDisk == nil || !cachesOnDisk(sys) {
 		return ""
 	}
 	d, err := r.hooks.CacheDisk()

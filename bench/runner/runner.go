@@ -56,7 +56,7 @@ func (r *Runner) Run(ctx context.Context, systems []sut.System) ([]report.Row, [
 			for _, d := range defs {
 				cells[d.id] = report.Cell{Status: report.NA, Reason: err.Error()}
 			}
-		} else if why := r.roomProblem(); why != "" && cachesOnDisk(sys) {
+		} else if why := r.roomProblem(sys); why != "" {
 			r.hooks.Logf("[%s] not played: %s", sys.Name(), why)
 			for _, d := range defs {
 				cells[d.id] = report.Cell{Status: report.Failed, Reason: why}

@@ -114,12 +114,6 @@ type heldFdResult struct {
 
 func (r heldFdResult) Seekable() (uintptr, int64, int) { return r.fd.Seekable() }
 
-// vectored is go-fuse's interface of a result it writes with one writev
-// (dataReply).
-type vectored interface {
-	Slices() ([][]byte, gofuse.Status)
-}
-
 // heldVecResult is a heldResult go-fuse still writes without a splice
 // attempt.
 type heldVecResult struct {

@@ -16,6 +16,11 @@ import (
 // header) fails the splice, logs the failure and falls back to a pread.
 // These helpers hand go-fuse only what it can send directly.
 
+// vectored is go-fuse's interface of a result it writes with one writev.
+type vectored interface {
+	Slices() ([][]byte, gofuse.Status)
+}
+
 // dataReply is b as a read result go-fuse writes with one writev.
 func dataReply(b []byte) gofuse.ReadResult {
 	return gofuse.ReadResultVector([][]byte{b})
