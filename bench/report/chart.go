@@ -86,11 +86,7 @@ func WriteChart(w io.Writer, r *Report) error {
 
 	for ri, row := range r.Rows {
 		y0 := top + ri*groupH + groupGap/2
-		label := row.Label
-		if label == "" {
-			label = row.Scenario + " / " + row.Phase
-		}
-		drawText(img, 10, y0+(groupH-groupGap)/2-7, label, colText)
+		drawText(img, 10, y0+(groupH-groupGap)/2-7, row.Name(), colText)
 		for si, s := range systems {
 			y := y0 + si*barH
 			ratio, ok := row.Ratio(s.Name)

@@ -223,18 +223,34 @@ func trafficText(t wanproxy.Snapshot) string {
 
 func writeRSS(b *bufio.Writer, r *Report) {
 	fmt.Fprintf(b, "\n## Peak RSS of the FUSE process\n\n")
-	fmt.Fprintf(b, "Largest VmHWM over all mounts of the run (the FUSE daemon only; the kernel page cache is not counted).\n\n")
-	fmt.Fprintf(b, "| System | Peak RSS |\n|---|--:|\n")
+	fmt.Fprintf(b, "Largest VmHWM over all mounts of the run (the FUSE daemon only; the kernel page cache is not counted), and the timed phase with the largest.\n\n")
+	fmt.Fprintf(b, "| System | Peak RSS | Largest phase |\n|---|--:|---|\n")
 	for _, s := range r.Systems {
 		switch {
 		case s.Name == Ceiling:
 			continue
 		case s.Unavailable != "":
-			fmt.Fprintf(b, "| %s | n/a |\n", s.Name)
+			fmt.Fprintf(b, "| %s | n/a | |\n", s.Name)
 		default:
-			fmt.Fprintf(b, "| %s | %.0f MiB |\n", s.Name, float64(s.PeakRSS)/(1<<20))
+			fmt.Fprintf(b, "| %s | %.0f MiB | %s |\n", s.Name, float64(s.PeakRSS)/(1<<20), largestPhase(r, s.Name))
 		}
 	}
+}
+
+// largestPhase names the phase whose cell of system had the largest peak
+// RSS, with that peak; empty when no cell has one.
+func largestPhase(r *Report, system string) string {
+	var label string
+	var peak int64
+	for _, row := range r.Rows {
+		if c, ok := row.Cells[system]; ok && c.PeakRSS > peak {
+			label, peak = row.Name(), c.PeakRSS
+		}
+	}
+	if peak == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %.0f MiB", label, float64(peak)/(1<<20))
 }
 
 func writeSystems(b *bufio.Writer, r *Report) {

@@ -50,6 +50,9 @@ type Cell struct {
 	// Detail says how the figure was reached when that is not the phase's
 	// usual way (the direct client's best download width).
 	Detail string `json:"detail,omitempty"`
+	// PeakRSS is the largest VmHWM (bytes) of the system's process during
+	// the phase; 0 when unknown (no process, or it was replaced).
+	PeakRSS int64 `json:"peak_rss,omitempty"`
 }
 
 // CPU is the CPU time (user + system, from /proc/<pid>/stat) used during a
@@ -72,6 +75,14 @@ type Row struct {
 	Label string          `json:"label,omitempty"`
 	Unit  Unit            `json:"unit"`
 	Cells map[string]Cell `json:"cells"`
+}
+
+// Name is the row's short name: Label, else "Scenario / Phase".
+func (r Row) Name() string {
+	if r.Label != "" {
+		return r.Label
+	}
+	return r.Scenario + " / " + r.Phase
 }
 
 // Value is the cell's figure in the row's unit; ok is false when there is

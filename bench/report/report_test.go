@@ -40,7 +40,7 @@ func sample() *Report {
 			}},
 			{Scenario: "checkpoint seq read", Phase: "cold", Unit: MBPerSec, Cells: map[string]Cell{
 				Basin:     {Status: Failed, Reason: "read: input/output error"},
-				"rclone":  {Status: OK, Measure: scenario.Measure{Bytes: 300e6, Elapsed: 2 * sec}},
+				"rclone":  {Status: OK, Measure: scenario.Measure{Bytes: 300e6, Elapsed: 2 * sec}, PeakRSS: 90 << 20},
 				"gcsfuse": {Status: NA},
 				Ceiling:   {Status: OK, Measure: scenario.Measure{Bytes: 3000e6, Elapsed: sec}},
 			}},
@@ -86,7 +86,7 @@ func TestMarkdown(t *testing.T) {
 		"| checkpoint seq read | cold | MB/s | failed (1) | 150 (0.050×) | n/a | 3000 | – |",
 		"1. basin, checkpoint seq read cold: read: input/output error",
 		"GET 45; 5 MB↓",
-		"| rclone | 100 MiB |",
+		"| rclone | 100 MiB | checkpoint seq read / cold: 90 MiB |",
 		"| gcsfuse | n/a |",
 		"n/a: gcsfuse not found",
 		"![ratio to the local ceiling](chart.png)",

@@ -60,7 +60,8 @@ func (s *session) checkpoint(ctx context.Context) {
 }
 
 // randomReads is scenario 3: preads at random offsets of the checkpoint,
-// cold, then the same ranges again in another order.
+// cold, then the same ranges again, RandWarmPasses times, each pass in
+// another order.
 func (s *session) randomReads(ctx context.Context) {
 	set := s.r.cfg.Sets.Checkpoint
 	if err := s.fresh(ctx); err != nil {
@@ -81,8 +82,13 @@ func (s *session) randomReads(ctx context.Context) {
 			return scenario.RandomReads(ctx, files, order, s.r.cfg.RandSize, s.r.cfg.RandThreads)
 		}
 	}
+	passes := s.r.cfg.RandWarmPasses
+	warm := make([]scenario.Range, 0, passes*len(ranges))
+	for p := range passes {
+		warm = append(warm, scenario.Shuffled(ranges, seed(randWarm)+uint64(p))...)
+	}
 	s.measure(ctx, randCold, run(ranges), expectBytes(want))
-	s.measure(ctx, randWarm, run(scenario.Shuffled(ranges, seed(randWarm))), expectBytes(want))
+	s.measure(ctx, randWarm, run(warm), expectBytes(want*int64(passes)))
 }
 
 // metadata is scenario 4: a find-style walk of the tree set, cold and warm.

@@ -194,9 +194,9 @@ func (s *session) measure(ctx context.Context, id string, fn func(context.Contex
 func (s *session) measureCell(ctx context.Context, id string, fn func(context.Context) (scenario.Measure, error), check func(scenario.Measure) error) report.Cell {
 	pctx, cancel := context.WithTimeout(ctx, s.r.cfg.PhaseTimeout)
 	defer cancel()
-	before, cpu := s.traffic(), s.cpuMark()
+	before, cpu, rss := s.traffic(), s.cpuMark(), s.rssMark()
 	m, err := fn(pctx)
-	cell := report.Cell{Status: report.OK, Measure: m, Traffic: s.traffic().Sub(before), CPU: cpu.since(s.cpuMark())}
+	cell := report.Cell{Status: report.OK, Measure: m, Traffic: s.traffic().Sub(before), CPU: cpu.since(s.cpuMark()), PeakRSS: s.peakSince(rss)}
 	if s.sys.Backend() == sut.BackendLocal {
 		cell.Traffic = nil
 	}
@@ -211,8 +211,8 @@ func (s *session) measureCell(ctx context.Context, id string, fn func(context.Co
 		cell.Status = report.Partial
 		s.logf("%s: stopped at the deadline: %d files, %.1f MB in %v", id, m.Files, float64(m.Bytes)/1e6, m.Elapsed.Round(time.Millisecond))
 	default:
-		s.logf("%s: %d files, %.1f MB in %v (%.1f MB/s, %.0f files/s)", id, m.Files, float64(m.Bytes)/1e6,
-			m.Elapsed.Round(time.Millisecond), m.MBps(), m.FilesPerSec())
+		s.logf("%s: %d files, %.1f MB in %v (%.1f MB/s, %.0f files/s, peak RSS %.0f MiB)", id, m.Files, float64(m.Bytes)/1e6,
+			m.Elapsed.Round(time.Millisecond), m.MBps(), m.FilesPerSec(), float64(cell.PeakRSS)/(1<<20))
 	}
 	return cell
 }

@@ -27,7 +27,7 @@ func testConfig() Config {
 			Create:     dataset.Set{Name: "create", Layout: dataset.LayoutDirs, Files: 6, FileSize: 1000, Dirs: 2, Seed: 7},
 			Images:     dataset.Images(6, 2),
 		},
-		Threads: 4, RandThreads: 4, RandReads: 10, RandSize: 1 << 20,
+		Threads: 4, RandThreads: 4, RandReads: 10, RandSize: 1 << 20, RandWarmPasses: 3,
 		PhaseTimeout:     time.Minute,
 		VerifySample:     5,
 		TorchUnavailable: "no torch in unit tests",
@@ -106,6 +106,9 @@ func TestRunAllScenarios(t *testing.T) {
 	}
 	if c := cell(t, rows, metaCold, "fake"); c.Measure.Files != 30+2+4 {
 		t.Errorf("walk saw %d entries", c.Measure.Files)
+	}
+	if c, cold := cell(t, rows, randWarm, "fake"), cell(t, rows, randCold, "fake"); c.Measure.Files != int64(3*cfg.RandReads) || c.Measure.Bytes != 3*cold.Measure.Bytes || cold.Measure.Bytes == 0 {
+		t.Errorf("warm random reads: %+v, want %d reads of the cold ranges", c.Measure, 3*cfg.RandReads)
 	}
 	if c := cell(t, rows, smallCold, "fake"); c.Measure.Bytes != cfg.Sets.Small.TotalBytes() {
 		t.Errorf("cold epoch read %d bytes", c.Measure.Bytes)
@@ -249,6 +252,7 @@ func TestReadOnlySystemSkipsWrites(t *testing.T) {
 // (the direct client's workloads against the directory as a bucket): the
 // cold phases' reads and writes run, with the CPU time of its process;
 // the checkpoint's cell is the best width's; the other phases are n/a.
+// Each timed cell has the process's peak resident set during it.
 func TestRunClient(t *testing.T) {
 	cfg := testConfig()
 	root := t.TempDir()
@@ -267,8 +271,8 @@ func TestRunClient(t *testing.T) {
 	for i, d := range rowDefs(cfg) {
 		c := rows[i].Cells["direct"]
 		switch {
-		case ok[d.id] && (c.Status != report.OK || c.CPU.System == nil):
-			t.Errorf("%s: %s (%s), CPU %v; want ok with the process's CPU time", d.id, c.Status, c.Reason, c.CPU.System)
+		case ok[d.id] && (c.Status != report.OK || c.CPU.System == nil || c.PeakRSS <= 0):
+			t.Errorf("%s: %s (%s), CPU %v, peak RSS %d; want ok with the process's CPU time and peak", d.id, c.Status, c.Reason, c.CPU.System, c.PeakRSS)
 		case !ok[d.id] && c.Status != report.NA:
 			t.Errorf("%s: %s, want n/a", d.id, c.Status)
 		}

@@ -60,7 +60,7 @@ func preset(quick bool) runner.Config {
 				Create:     createSet(200, 64<<10, 4),
 				Images:     dataset.Images(300, 10),
 			},
-			Threads: 8, RandThreads: 16, RandReads: 64, RandSize: 1 << 20,
+			Threads: 8, RandThreads: 16, RandReads: 64, RandSize: 1 << 20, RandWarmPasses: 8,
 			PhaseTimeout: 60 * time.Second, VerifySample: 20,
 		}
 	}
@@ -73,7 +73,7 @@ func preset(quick bool) runner.Config {
 			Create:     createSet(2000, 64<<10, 20),
 			Images:     dataset.Images(5000, 50),
 		},
-		Threads: 8, RandThreads: 16, RandReads: 1024, RandSize: 1 << 20,
+		Threads: 8, RandThreads: 16, RandReads: 1024, RandSize: 1 << 20, RandWarmPasses: 8,
 		PhaseTimeout: 5 * time.Minute, VerifySample: 100,
 	}
 }
