@@ -238,19 +238,24 @@ func writeRSS(b *bufio.Writer, r *Report) {
 }
 
 // largestPhase names the phase whose cell of system had the largest peak
-// RSS, with that peak; empty when no cell has one.
+// RSS, with that peak; empty when no cell has one. A phase's peak is at
+// least the resident set it started with, so the phases after the one
+// that raised it on the same mount show about the same figure: the first
+// within 1 MiB of the largest is named.
 func largestPhase(r *Report, system string) string {
-	var label string
 	var peak int64
 	for _, row := range r.Rows {
-		if c, ok := row.Cells[system]; ok && c.PeakRSS > peak {
-			label, peak = row.Name(), c.PeakRSS
-		}
+		peak = max(peak, row.Cells[system].PeakRSS)
 	}
 	if peak == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: %.0f MiB", label, float64(peak)/(1<<20))
+	for _, row := range r.Rows {
+		if row.Cells[system].PeakRSS >= peak-1<<20 {
+			return fmt.Sprintf("%s: %.0f MiB", row.Name(), float64(peak)/(1<<20))
+		}
+	}
+	return ""
 }
 
 func writeSystems(b *bufio.Writer, r *Report) {
