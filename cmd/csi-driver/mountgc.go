@@ -21,12 +21,19 @@ import (
 // gcMemBudget beside the live heap: between 50 and 100, at 100 whenever
 // they fit (warm reads, opens after a remount), where a fixed 50 cost 5%
 // of the FUSE process's CPU after a remount (docs/architecture.md "Peak
-// RSS of the FUSE process"). A GOGC in the environment wins.
+// RSS of the FUSE process"). While the block buffers alone take half the
+// budget (cold reads of large files) the floor is 25: 16 random readers
+// with a full pool peaked at 254–258 MiB at 50 and 232 MiB at 25, as fast
+// (docs/architecture.md, "Measured and tried after the evening run").
+// A live heap beyond the budget on its own (millions of nodes) keeps the
+// floor of 50, where each collection costs the most. A GOGC in the
+// environment wins.
 const (
-	gcMemBudget  = 128 << 20
-	gcPercentMin = 50
-	gcPercentMax = 100
-	gcCheckEvery = 100 * time.Millisecond
+	gcMemBudget         = 128 << 20
+	gcPercentMin        = 50
+	gcPercentMinBuffers = 25
+	gcPercentMax        = 100
+	gcCheckEvery        = 100 * time.Millisecond
 )
 
 // tuneMountGC follows c's block buffers and the live heap with the GC
@@ -59,12 +66,17 @@ func tuneMountGC(ctx context.Context, c *cache.Cache) {
 
 // gcPercentFor is the GC percentage that lets a live heap of live bytes
 // grow, beside buffers bytes of block buffers, to gcMemBudget, within
-// [gcPercentMin, gcPercentMax], in steps of 10.
+// [gcPercentMin, gcPercentMax] (the floor gcPercentMinBuffers while the
+// buffers take half the budget), in steps of 10.
 func gcPercentFor(live, buffers int64) int {
 	if live <= 0 {
 		return gcPercentMax
 	}
+	floor := int64(gcPercentMin)
+	if buffers >= gcMemBudget/2 {
+		floor = gcPercentMinBuffers
+	}
 	p := (gcMemBudget - buffers - live) * 100 / live
 	p = p / 10 * 10
-	return int(min(max(p, gcPercentMin), gcPercentMax))
+	return int(min(max(p, floor), gcPercentMax))
 }

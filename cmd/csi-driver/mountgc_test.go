@@ -4,7 +4,8 @@ import "testing"
 
 // TestGCPercentFor: the collector keeps its default while the heap's
 // growth and the block buffers fit in the budget, and tightens down to
-// its floor as they fill it.
+// its floor as they fill it: 25 while the buffers take half the budget,
+// else 50.
 func TestGCPercentFor(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -16,7 +17,9 @@ func TestGCPercentFor(t *testing.T) {
 		{"small heap, verification buffers", 30 * mib, 8 * mib, gcPercentMax},
 		{"fits exactly", 64 * mib, 0, gcPercentMax},
 		{"100,000 nodes", 72 * mib, 0, 70},
-		{"random readers beside a pool of 84 MiB", 50 * mib, 84 * mib, gcPercentMin},
+		{"random readers beside a pool of 84 MiB", 50 * mib, 84 * mib, gcPercentMinBuffers},
+		{"a full pool of 128 MiB", 30 * mib, 128 * mib, gcPercentMinBuffers},
+		{"verification buffers below half the budget", 70 * mib, 32 * mib, gcPercentMin},
 		{"live heap beyond the budget", 200 * mib, 0, gcPercentMin},
 	} {
 		if got := gcPercentFor(tc.live, tc.buffers); got != tc.want {
