@@ -23,8 +23,9 @@ import (
 // of the FUSE process's CPU after a remount (docs/architecture.md "Peak
 // RSS of the FUSE process"). While the block buffers alone take half the
 // budget (cold reads of large files) the floor is 25: 16 random readers
-// with a full pool peaked at 254–258 MiB at 50 and 232 MiB at 25, as fast
-// (docs/architecture.md, "Measured and tried after the evening run").
+// with a full pool peaked at 257–259 MiB with the floor at 50 and 238–246
+// MiB with it at 25, as fast (docs/architecture.md, "Measured and tried
+// after the evening run").
 // A live heap beyond the budget on its own (millions of nodes) keeps the
 // floor of 50, where each collection costs the most. A GOGC in the
 // environment wins.
