@@ -27,7 +27,7 @@ func (s *session) smallFiles(ctx context.Context) {
 		}
 	}
 	full := expectBytes(set.TotalBytes())
-	s.measure(ctx, smallCold, epoch(smallCold), both(full, func(scenario.Measure) error { return s.verifySample(set) }))
+	s.measureCold(ctx, smallCold, epoch(smallCold), both(full, func(scenario.Measure) error { return s.verifySample(set) }))
 	s.measure(ctx, smallWarm, epoch(smallWarm), full)
 	if err := s.remount(ctx); err != nil {
 		s.fail(err, smallRemount, smallDropCache)
@@ -51,7 +51,7 @@ func (s *session) checkpoint(ctx context.Context) {
 	}
 	read := func(ctx context.Context) (scenario.Measure, error) { return scenario.ReadFiles(ctx, s.paths(set), 1) }
 	full := expectBytes(set.TotalBytes())
-	s.measure(ctx, ckptCold, read, both(full, func(scenario.Measure) error { return s.verify(set, set.Key(0), set.Key(0)) }))
+	s.measureCold(ctx, ckptCold, read, both(full, func(scenario.Measure) error { return s.verify(set, set.Key(0), set.Key(0)) }))
 	if err := s.r.hooks.DropCaches(); err != nil {
 		s.fail(err, ckptWarm)
 		return
@@ -87,7 +87,7 @@ func (s *session) randomReads(ctx context.Context) {
 	for p := range passes {
 		warm = append(warm, scenario.Shuffled(ranges, seed(randWarm)+uint64(p))...)
 	}
-	s.measure(ctx, randCold, run(ranges), expectBytes(want))
+	s.measureCold(ctx, randCold, run(ranges), expectBytes(want))
 	s.measure(ctx, randWarm, run(warm), expectBytes(want*int64(passes)))
 }
 
@@ -108,7 +108,7 @@ func (s *session) metadata(ctx context.Context) {
 		}
 		return nil
 	}
-	s.measure(ctx, metaCold, walk, entries)
+	s.measureCold(ctx, metaCold, walk, entries)
 	s.measure(ctx, metaWarm, walk, entries)
 }
 
