@@ -23,6 +23,12 @@ type job struct {
 	flights []*flight
 }
 
+// early reports whether j fetches one block for a reader that asked for
+// part of it (fetchEarly).
+func (j job) early() bool {
+	return !j.verify && len(j.flights) == 1 && j.flights[0].earlyCh != nil
+}
+
 // fetchFor says whom the flights acquire starts are for, which decides
 // whether a fetched block's buffer is kept after its write
 // (writeback_kept.go).
@@ -46,6 +52,20 @@ const (
 // A miss on a small object fetches all its missing blocks in one GET.
 // New flights are for why.
 func (c *Cache) acquire(o *object, b0, b1 int, why fetchFor) []*flight {
+	return c.acquireSpan(o, b0, b1, why, 0, 0)
+}
+
+// acquireRead is acquire for a reader of [off, end) that waits for it
+// now. A block of a large object it needs only part of is fetched by a
+// job of its own, the part first (fetchEarly), so that the reader waits
+// for its bytes and not for the whole block.
+func (c *Cache) acquireRead(o *object, off, end int64) []*flight {
+	return c.acquireSpan(o, int(off/o.bs), int((end-1)/o.bs), forRead, off, end)
+}
+
+// acquireSpan is acquire; [off, end), when not empty, is what the reader
+// asked for (acquireRead).
+func (c *Cache) acquireSpan(o *object, b0, b1 int, why fetchFor, off, end int64) []*flight {
 	out := make([]*flight, b1-b0+1)
 	lo, hi := b0, b1
 	if o.small {
@@ -81,6 +101,13 @@ func (c *Cache) acquire(o *object, b0, b1 int, why fetchFor) []*flight {
 		} else if f == nil {
 			f = newFlight(why)
 			o.inflight[b] = f
+			if e, ok := c.earlySpan(o, b, off, end); ok && !o.present.has(b) {
+				f.early, f.earlyCh = e, make(chan struct{})
+				endRun()
+				jobs = append(jobs, job{b0: b, b1: b, flights: []*flight{f}})
+				out[b-b0] = f
+				continue
+			}
 			switch {
 			case o.present.has(b):
 				if run == nil || !run.verify || b-run.b0 >= perVerify {
@@ -121,6 +148,22 @@ func (c *Cache) acquire(o *object, b0, b1 int, why fetchFor) []*flight {
 	return out
 }
 
+// earlySpan is the block-relative part of block b that a reader of [off,
+// end) asks for, when the block is worth fetching part first: a block of a
+// large object fetched with one GET (fetchRange's), of which the reader
+// needs less than the whole.
+func (c *Cache) earlySpan(o *object, b int, off, end int64) (span, bool) {
+	if end <= off || o.small || o.bs > c.opts.PartSize {
+		return span{}, false
+	}
+	start, n := int64(b)*o.bs, o.blockLen(b)
+	e := span{lo: max(off, start) - start, hi: min(end, start+n) - start}
+	if e.hi <= e.lo || e.lo == 0 && e.hi == n {
+		return span{}, false
+	}
+	return e, true
+}
+
 // complete ends a block's flight.
 func (c *Cache) complete(o *object, b int, f *flight, err error) {
 	f.err = err
@@ -152,11 +195,14 @@ func (c *Cache) fetch(o *object, j job) {
 	if j = c.fetchTier(o, j); len(j.flights) == 0 {
 		return
 	}
-	if !o.small && o.blockLen(j.b0) > c.opts.PartSize {
+	switch {
+	case j.early():
+		c.fetchEarly(o, j)
+	case !o.small && o.blockLen(j.b0) > c.opts.PartSize:
 		c.fetchParts(o, j)
-		return
+	default:
+		c.fetchRange(o, j)
 	}
-	c.fetchRange(o, j)
 }
 
 // verifyRunBytes caps the blocks one verification job checks in a row, so
@@ -243,6 +289,27 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 	} else {
 		body.slots = c.fetches
 	}
+	rc, err := c.openRange(o, off, length)
+	if err != nil {
+		body.release()
+		return nil, err
+	}
+	body.ReadCloser = rc
+	return body, nil
+}
+
+// readUnslotted is read without a fetch slot, for a GET bounded by the
+// pool buffer its caller holds (fetchEarly's head).
+func (c *Cache) readUnslotted(o *object, off, length int64) (io.ReadCloser, error) {
+	rc, err := c.openRange(o, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return &slotBody{ReadCloser: rc, o: o, bytes: &c.stats.bucketBytes}, nil
+}
+
+// openRange sends a ranged GET of o's version, counted.
+func (c *Cache) openRange(o *object, off, length int64) (io.ReadCloser, error) {
 	c.stats.bucketRequests.Add(1)
 	rc, info, err := c.store.Read(c.ctx, o.info.Key, objstore.ReadOptions{Offset: off, Length: length, IfVersion: o.info.Version})
 	if err == nil && info.Version != "" && o.info.Version != "" && (info.Version != o.info.Version || info.Size != o.info.Size) {
@@ -250,7 +317,6 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		err = fmt.Errorf("cache: %q is now version %s: %w", o.info.Key, info.Version, objstore.ErrPreconditionFailed)
 	}
 	if err != nil {
-		body.release()
 		if errors.Is(err, objstore.ErrPreconditionFailed) {
 			c.versionMoved(o)
 		}
@@ -259,13 +325,12 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("cache: fetch %q: %w", o.info.Key, err)
 	}
-	body.ReadCloser = rc
-	return body, nil
+	return rc, nil
 }
 
-// slotBody releases the fetch slot when closed and counts bytes. Exactly
+// slotBody releases the fetch slot when closed and counts bytes. At most
 // one of slots (a foreground GET, whose bytes the fetch tuner measures)
-// and sem (a prefetch's) is set.
+// and sem (a prefetch's) is set; neither for readUnslotted's.
 type slotBody struct {
 	io.ReadCloser
 	slots *fetchSlots
@@ -293,9 +358,10 @@ func (b *slotBody) Close() error {
 // release gives the slot back, once.
 func (b *slotBody) release() {
 	b.once.Do(func() {
-		if b.sem != nil {
+		switch {
+		case b.sem != nil:
 			<-b.sem
-		} else {
+		case b.slots != nil:
 			b.slots.release(b.o)
 		}
 	})
@@ -372,6 +438,71 @@ func (c *Cache) fetchRange(o *object, j job) {
 			c.offerTier(o, b, crc)
 		})
 	}
+}
+
+// fetchEarly fetches one block for a reader that asked for part of it
+// (its flight's early range): a GET from the start of that part to the
+// block's end, whose first bytes go to the reader (showEarly) before the
+// rest arrive, and, when the part does not start the block, a second GET
+// for the block's head at the same time. The reader waits for its own
+// bytes, not for the block, and the block's two halves come over two
+// connections. The head's GET takes no fetch slot: slots are taken before
+// buffers, never after (fetchRange), and the pool buffer held bounds it.
+func (c *Cache) fetchEarly(o *object, j job) {
+	b, f := j.b0, j.flights[0]
+	start, n, e := int64(b)*o.bs, o.blockLen(b), f.early
+	rc, err := c.read(o, start+e.lo, n-e.lo)
+	if err != nil {
+		c.failFrom(o, j, 0, err)
+		c.unpin(o)
+		return
+	}
+	buf, bp, ok := c.tryBlockBuf(o, b)
+	if !ok {
+		buf, bp = c.blockBuf(o, b)
+	}
+	head := make(chan error, 1)
+	if e.lo > 0 {
+		go func() { head <- c.readFull(o, start, buf[:e.lo]) }()
+	} else {
+		head <- nil
+	}
+	_, err = io.ReadFull(rc, buf[e.lo:e.hi])
+	if err == nil {
+		f.showEarly(buf)
+		_, err = io.ReadFull(rc, buf[e.hi:n])
+	}
+	_ = rc.Close()
+	if err != nil {
+		err = fetchErr(c, o, err)
+	}
+	if herr := <-head; err == nil {
+		err = herr
+	}
+	if err != nil {
+		f.hideEarly()
+		c.putBuf(o, bp)
+		c.failFrom(o, j, 0, err)
+		c.unpin(o)
+		return
+	}
+	crc := blockCRC(buf)
+	f.publish(buf, bp)
+	c.storeBlock(o, b, f, buf, crc)
+	c.offerTier(o, b, crc)
+}
+
+// readFull fills p with o's bytes at off by one unslotted GET.
+func (c *Cache) readFull(o *object, off int64, p []byte) error {
+	rc, err := c.readUnslotted(o, off, int64(len(p)))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rc.Close() }()
+	if _, err := io.ReadFull(rc, p); err != nil {
+		return fetchErr(c, o, err)
+	}
+	return nil
 }
 
 // fetchParts fetches one block larger than PartSize with parallel GETs.

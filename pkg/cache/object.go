@@ -171,6 +171,16 @@ type flight struct {
 	buf []byte
 	bp  *[]byte
 
+	// early is, on a random reader's fetch of part of a block
+	// (fetchEarly), the block-relative range that reader asked for, which
+	// arrives first; earlyCh (nil otherwise) is closed once its bytes are
+	// in ebuf, before the rest of the block. Both constant.
+	early   span
+	earlyCh chan struct{}
+	// ebuf (guarded by mu) is the block's buffer while only early is in
+	// it: from earlyCh until publish, or nil again on a failed fetch.
+	ebuf []byte
+
 	// consumed: a read reached the end of the block, so its buffer need
 	// not be kept once the block is written.
 	consumed atomic.Bool
@@ -184,6 +194,12 @@ type flight struct {
 func newFlight(why fetchFor) *flight {
 	return &flight{done: make(chan struct{}), avail: make(chan struct{}), why: why}
 }
+
+// span is a byte range [lo, hi) within a block.
+type span struct{ lo, hi int64 }
+
+// has reports whether [lo, hi) lies within s, which is not empty.
+func (s span) has(lo, hi int64) bool { return s.hi > s.lo && lo >= s.lo && hi <= s.hi }
 
 func newObject(c *Cache, info objstore.ObjectInfo, bs int64) *object {
 	n := numBlocks(info.Size, bs)

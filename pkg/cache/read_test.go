@@ -140,8 +140,10 @@ func TestSingleFlight(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := fake.Calls(objstoretest.OpRead); n != 1 {
-		t.Errorf("%d concurrent readers of one block made %d GETs, want 1", readers, n)
+	// One fetch of the block: the first reader's part to the block's end,
+	// and the block's head (fetchEarly), once each.
+	if n, b := fake.Calls(objstoretest.OpRead), fake.BytesRead(); n != 2 || b != 64*kib {
+		t.Errorf("%d concurrent readers of one block made %d GETs of %d bytes, want 2 GETs of the block's %d", readers, n, b, 64*kib)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 
 // readSlow serves a read that touches blocks not ready yet.
 func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (int, error) {
-	b0, b1 := int(off/o.bs), int((off+int64(len(p))-1)/o.bs)
-	flights := c.acquire(o, b0, b1, forRead)
+	b0 := int(off / o.bs)
+	flights := c.acquireRead(o, off, off+int64(len(p)))
 	end := off + int64(len(p))
 	n := 0
 	hit := true // no block had to wait for the bucket
@@ -22,15 +22,20 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 		seg := p[lo-off : hi-off]
 		if f != nil {
 			// The bytes are in the flight's buffer from when the GET
-			// delivered them until the block is written.
+			// delivered them (the part this read asked for first, when
+			// the fetch is for it) until the block is written.
+			start := int64(b) * o.bs
+			early := f.earlyFor(lo-start, hi-start)
 			select {
 			case <-f.avail:
 			case <-f.done:
+			case <-early:
 			default:
 				hit = false
 				select {
 				case <-f.avail:
 				case <-f.done:
+				case <-early:
 				case <-ctx.Done():
 					return n, ctx.Err()
 				}

@@ -53,17 +53,47 @@ const directAlign = 4096
 // an unpooled buffer).
 func (f *flight) publish(buf []byte, bp *[]byte) {
 	f.mu.Lock()
-	f.buf, f.bp = buf, bp
+	f.buf, f.bp, f.ebuf = buf, bp, nil
 	f.mu.Unlock()
 	close(f.avail)
 }
 
-// copyAt copies the published block's bytes from off into p; false means
-// the flight holds no bytes (not published yet, or written and released).
+// showEarly makes the early range of buf readable by the readers that
+// asked for it, before the rest of the block arrives.
+func (f *flight) showEarly(buf []byte) {
+	f.mu.Lock()
+	f.ebuf = buf
+	f.mu.Unlock()
+	close(f.earlyCh)
+}
+
+// hideEarly takes the early bytes back before their buffer returns to the
+// pool (a failed fetch); readers still copying hold the read lock.
+func (f *flight) hideEarly() {
+	f.mu.Lock()
+	f.ebuf = nil
+	f.mu.Unlock()
+}
+
+// earlyFor is the channel that tells when the block-relative range [lo,
+// hi) can be copied before the whole block arrived, or nil.
+func (f *flight) earlyFor(lo, hi int64) <-chan struct{} {
+	if f.earlyCh == nil || !f.early.has(lo, hi) {
+		return nil
+	}
+	return f.earlyCh
+}
+
+// copyAt copies the published block's bytes from off into p, or, before
+// that, p's range from the early bytes; false means the flight holds no
+// such bytes (not published yet, or written and released).
 func (f *flight) copyAt(p []byte, off int64) (int, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.buf == nil {
+		if f.ebuf != nil && f.early.has(off, off+int64(len(p))) {
+			return copy(p, f.ebuf[off:]), true
+		}
 		return 0, false
 	}
 	return copy(p, f.buf[off:]), true
@@ -105,14 +135,28 @@ func (f *flight) published() bool {
 	}
 }
 
-// settle waits until the blocks of o that arrived are written (or ctx
-// ends), so that what was read is cached: a Handle closes, LocalPath
-// checks for a complete file.
+// readable reports whether a reader may have copied bytes of f's block:
+// the block arrived, or the part its reader asked for did (fetchEarly).
+func (f *flight) readable() bool {
+	if f.published() {
+		return true
+	}
+	select {
+	case <-f.earlyCh: // nil: never
+		return true
+	default:
+		return false
+	}
+}
+
+// settle waits until the blocks of o that arrived (or whose part a reader
+// read early) are written (or ctx ends), so that what was read is cached:
+// a Handle closes, LocalPath checks for a complete file.
 func (o *object) settle(ctx context.Context) {
 	o.mu.Lock()
 	var pending []*flight
 	for _, f := range o.inflight {
-		if f.published() {
+		if f.readable() {
 			pending = append(pending, f)
 		}
 	}
