@@ -199,8 +199,10 @@ func (d *dirNode) dirChild(ctx context.Context, name, key string, ino uint64, ou
 }
 
 // OpendirHandle lists the directory (from the cache while fresh) so errors
-// surface at opendir, and lets the kernel keep its readdir cache while the
-// listing is unchanged.
+// of the listing surface at opendir, and lets the kernel keep its readdir
+// cache while the listing is unchanged. The entries' inode numbers and
+// link marks wait for the first READDIR (dirHandle.resolve), which a
+// kernel serving its own cache never sends.
 //
 // go-fuse answers FOPEN_CACHE_DIR with FOPEN_KEEP_CACHE too, and the
 // kernel resets its readdir cache on its own only when the directory

@@ -37,6 +37,12 @@ type dirHandle struct {
 	entries []dirEntry
 	pos     int  // index of the next entry
 	pending bool // entries include files not yet in the bucket
+	// resolved: the entries have their inode numbers and link marks
+	// (resolve), which only a READDIR needs: an open whose kernel
+	// readdir cache stays valid reads none, and so reads no index record
+	// of its entries (a warm walk of 100,000 files touched about 60 MiB of
+	// the index's pages; docs/architecture.md).
+	resolved bool
 }
 
 var (
@@ -46,7 +52,8 @@ var (
 	_ fs.FileFsyncdirer   = (*dirHandle)(nil)
 )
 
-// load (re)reads the listing and returns its fetch time.
+// load (re)reads the listing and returns its fetch time; resolve
+// completes the entries before they are served.
 func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 	f := h.dir.fsys
 	prefix := dirPrefix(h.key)
@@ -93,7 +100,6 @@ func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 		dirs[name] = true
 		entries = append(entries, dirEntry{name: name, isDir: true})
 	}
-	f.markLinks(ctx, entries)
 	h.pending = false
 	for name, ch := range h.dir.Children() {
 		fn, ok := ch.Operations().(*fileNode)
@@ -104,20 +110,35 @@ func (h *dirHandle) load(ctx context.Context) (time.Time, syscall.Errno) {
 		entries = append(entries, dirEntry{name: name, info: fn.currentInfo()})
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
-	keys := make([]string, len(entries))
-	for i, e := range entries {
-		keys[i] = childKey(h.key, e.name)
-	}
-	inos, err := f.cache.InodesOf(keys) // one commit for all new names
-	if err != nil {
-		return time.Time{}, f.errno("readdir", prefix, err)
-	}
-	for i := range entries {
-		entries[i].ino = inos[i]
-	}
 	h.entries = entries
 	h.pos = 0
+	h.resolved = false
 	return l.FetchedAt, 0
+}
+
+// resolve gives the loaded entries their inode numbers (one commit for
+// all new names) and marks the symbolic links among them, once.
+func (h *dirHandle) resolve(ctx context.Context) syscall.Errno {
+	if h.resolved {
+		return 0
+	}
+	f := h.dir.fsys
+	ctx, cancel := f.opContext(ctx)
+	defer cancel()
+	f.markLinks(ctx, h.entries)
+	keys := make([]string, len(h.entries))
+	for i, e := range h.entries {
+		keys[i] = childKey(h.key, e.name)
+	}
+	inos, err := f.cache.InodesOf(keys)
+	if err != nil {
+		return f.errno("readdir", dirPrefix(h.key), err)
+	}
+	for i := range h.entries {
+		h.entries[i].ino = inos[i]
+	}
+	h.resolved = true
+	return 0
 }
 
 // linkProbes bounds the HEADs a listing sends at once to learn which of
@@ -151,6 +172,9 @@ func (f *FS) markLinks(ctx context.Context, entries []dirEntry) {
 
 // Readdirent returns the next entry; offsets are 1-based entry indexes.
 func (h *dirHandle) Readdirent(ctx context.Context) (*gofuse.DirEntry, syscall.Errno) {
+	if errno := h.resolve(ctx); errno != 0 {
+		return nil, errno
+	}
 	if h.pos >= len(h.entries) {
 		return nil, 0
 	}
@@ -182,6 +206,9 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 
 // Lookup answers READDIRPLUS from the listing, without a request.
 func (h *dirHandle) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := h.resolve(ctx); errno != 0 {
+		return nil, errno
+	}
 	var e *dirEntry
 	if h.pos > 0 && h.pos <= len(h.entries) && h.entries[h.pos-1].name == name {
 		e = &h.entries[h.pos-1]
