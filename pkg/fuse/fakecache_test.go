@@ -33,6 +33,7 @@ type fakeCache struct {
 	capacity int64
 
 	lists, stats atomic.Int64 // requests made to the store
+	inodeBatches atomic.Int64 // InodesOf calls
 
 	mu sync.Mutex
 	// guarded by mu
@@ -170,6 +171,7 @@ func (c *fakeCache) InodeOf(p string) (uint64, error) {
 }
 
 func (c *fakeCache) InodesOf(paths []string) ([]uint64, error) {
+	c.inodeBatches.Add(1)
 	inos := make([]uint64, len(paths))
 	for i, p := range paths {
 		inos[i], _ = c.InodeOf(p)
