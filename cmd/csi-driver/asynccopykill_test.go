@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -35,19 +34,13 @@ func TestMountCommandAsyncCopyKilled(t *testing.T) {
 	bucket := fmt.Sprintf("basin-async-copy-%d", time.Now().UnixNano())
 	store, _ := newS3Bucket(t, srv, bucket)
 	cacheDir := t.TempDir()
-	run := func(mnt string) (*exec.Cmd, *bytes.Buffer) {
-		t.Helper()
-		return startMountProcess(t, bin, mnt, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey},
-			"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
-			"--cache-dir", cacheDir, "--upload-mode", "async", "--negative-metadata-ttl", "1h",
-			"s3://"+bucket, mnt)
-	}
+	run := mountOnCache(t, bin, srv, bucket, cacheDir)
 	const dirs, perDir = 6, 40
 	name := func(d, f int) string { return fmt.Sprintf("copy/d%02d/f%03d", d, f) }
 	content := func(d, f int) []byte { return randContent(uint64(d*1000+f), 64<<10) }
 
 	mnt := t.TempDir()
-	first, firstLog := run(mnt)
+	first, firstLog := run(mnt, "async")
 	// The directories, and the names in them known free while the store
 	// answers: the kernel trusts that for an hour, so the creates after
 	// the store stops send no lookup.
@@ -104,7 +97,7 @@ func TestMountCommandAsyncCopyKilled(t *testing.T) {
 	}
 
 	mnt2 := t.TempDir()
-	second, secondLog := run(mnt2)
+	second, secondLog := run(mnt2, "async")
 	waitFor(t, "every closed file in the bucket", func() bool {
 		for _, key := range closed {
 			if _, err := store.Stat(t.Context(), key); err != nil {

@@ -43,13 +43,7 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	store, _ := newS3Bucket(t, srv, bucket)
 
 	cacheDir := t.TempDir()
-	run := func(mnt, mode string) (*exec.Cmd, *bytes.Buffer) {
-		t.Helper()
-		return startMountProcess(t, bin, mnt, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey},
-			"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
-			"--cache-dir", cacheDir, "--upload-mode", mode, "--negative-metadata-ttl", "1h",
-			"s3://"+bucket, mnt)
-	}
+	run := mountOnCache(t, bin, srv, bucket, cacheDir)
 
 	mnt := t.TempDir()
 	first, firstLog := run(mnt, "async")
@@ -134,6 +128,19 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	}
 	if err := second.Wait(); err != nil {
 		t.Errorf("successor exit: %v\n%s", err, secondLog)
+	}
+}
+
+// mountOnCache returns a starter of `csi-driver mount` processes of
+// bucket on srv, all on cacheDir, in the given upload mode; names known
+// absent stay so for an hour (no lookup when the store is down).
+func mountOnCache(t *testing.T, bin string, srv *testserver.Server, bucket, cacheDir string) func(mnt, mode string) (*exec.Cmd, *bytes.Buffer) {
+	return func(mnt, mode string) (*exec.Cmd, *bytes.Buffer) {
+		t.Helper()
+		return startMountProcess(t, bin, mnt, []string{"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey},
+			"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
+			"--cache-dir", cacheDir, "--upload-mode", mode, "--negative-metadata-ttl", "1h",
+			"s3://"+bucket, mnt)
 	}
 }
 

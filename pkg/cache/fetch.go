@@ -298,16 +298,6 @@ func (c *Cache) read(o *object, off, length int64) (io.ReadCloser, error) {
 	return body, nil
 }
 
-// readUnslotted is read without a fetch slot, for a GET bounded by the
-// pool buffer its caller holds (fetchEarly's head).
-func (c *Cache) readUnslotted(o *object, off, length int64) (io.ReadCloser, error) {
-	rc, err := c.openRange(o, off, length)
-	if err != nil {
-		return nil, err
-	}
-	return &slotBody{ReadCloser: rc, o: o, bytes: &c.stats.bucketBytes}, nil
-}
-
 // openRange sends a ranged GET of o's version, counted.
 func (c *Cache) openRange(o *object, off, length int64) (io.ReadCloser, error) {
 	c.stats.bucketRequests.Add(1)
@@ -330,7 +320,7 @@ func (c *Cache) openRange(o *object, off, length int64) (io.ReadCloser, error) {
 
 // slotBody releases the fetch slot when closed and counts bytes. At most
 // one of slots (a foreground GET, whose bytes the fetch tuner measures)
-// and sem (a prefetch's) is set; neither for readUnslotted's.
+// and sem (a prefetch's) is set; neither for readFull's.
 type slotBody struct {
 	io.ReadCloser
 	slots *fetchSlots
@@ -492,14 +482,17 @@ func (c *Cache) fetchEarly(o *object, j job) {
 	c.offerTier(o, b, crc)
 }
 
-// readFull fills p with o's bytes at off by one unslotted GET.
+// readFull fills p with o's bytes at off by one GET that takes no fetch
+// slot (fetchEarly's head: the pool buffer its caller holds bounds it),
+// its bytes counted as read's are.
 func (c *Cache) readFull(o *object, off int64, p []byte) error {
-	rc, err := c.readUnslotted(o, off, int64(len(p)))
+	rc, err := c.openRange(o, off, int64(len(p)))
 	if err != nil {
 		return err
 	}
-	defer func() { _ = rc.Close() }()
-	if _, err := io.ReadFull(rc, p); err != nil {
+	body := &slotBody{ReadCloser: rc, o: o, bytes: &c.stats.bucketBytes}
+	defer func() { _ = body.Close() }()
+	if _, err := io.ReadFull(body, p); err != nil {
 		return fetchErr(c, o, err)
 	}
 	return nil

@@ -11,20 +11,20 @@ import (
 
 // readSlow serves a read that touches blocks not ready yet.
 func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (int, error) {
-	b0 := int(off / o.bs)
-	flights := c.acquireRead(o, off, off+int64(len(p)))
 	end := off + int64(len(p))
+	b0 := int(off / o.bs)
+	flights := c.acquireRead(o, off, end)
 	n := 0
 	hit := true // no block had to wait for the bucket
 	for i, f := range flights {
 		b := b0 + i
-		lo, hi := max(off, int64(b)*o.bs), min(end, int64(b+1)*o.bs)
+		start := int64(b) * o.bs
+		lo, hi := max(off, start), min(end, start+o.bs)
 		seg := p[lo-off : hi-off]
 		if f != nil {
 			// The bytes are in the flight's buffer from when the GET
 			// delivered them (the part this read asked for first, when
 			// the fetch is for it) until the block is written.
-			start := int64(b) * o.bs
 			early := f.earlyFor(lo-start, hi-start)
 			select {
 			case <-f.avail:
@@ -40,9 +40,9 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 					return n, ctx.Err()
 				}
 			}
-			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
+			if m, ok := f.copyAt(seg, lo-start); ok {
 				n += m
-				if hi == int64(b)*o.bs+o.blockLen(b) {
+				if hi == start+o.blockLen(b) {
 					c.readToEnd(o, b, f)
 				}
 				continue
@@ -55,9 +55,9 @@ func (c *Cache) readSlow(ctx context.Context, o *object, p []byte, off int64) (i
 			if f.err != nil {
 				return n, f.err
 			}
-			if m, ok := f.copyAt(seg, lo-int64(b)*o.bs); ok {
+			if m, ok := f.copyAt(seg, lo-start); ok {
 				n += m // fetched but not cached
-				if hi == int64(b)*o.bs+o.blockLen(b) {
+				if hi == start+o.blockLen(b) {
 					c.readToEnd(o, b, f)
 				}
 				continue
