@@ -15,7 +15,7 @@ import (
 // smallFiles is scenario 1: epochs over the small-file set, cold, warm,
 // warm after a remount and warm after drop_caches.
 func (s *session) smallFiles(ctx context.Context) {
-	set := s.r.cfg.Sets.Small
+	set := ScenarioSet(s.r.cfg.Sets, 1)
 	if err := s.fresh(ctx); err != nil {
 		s.fail(err, smallCold, smallWarm, smallRemount, smallDropCache)
 		return
@@ -44,7 +44,7 @@ func (s *session) smallFiles(ctx context.Context) {
 // checkpoint is scenario 2: every shard read in order by one thread, cold
 // and warm after drop_caches.
 func (s *session) checkpoint(ctx context.Context) {
-	set := s.r.cfg.Sets.Checkpoint
+	set := ScenarioSet(s.r.cfg.Sets, 2)
 	if err := s.fresh(ctx); err != nil {
 		s.fail(err, ckptCold, ckptWarm)
 		return
@@ -63,7 +63,7 @@ func (s *session) checkpoint(ctx context.Context) {
 // cold, then the same ranges again, RandWarmPasses times, each pass in
 // another order.
 func (s *session) randomReads(ctx context.Context) {
-	set := s.r.cfg.Sets.Checkpoint
+	set := ScenarioSet(s.r.cfg.Sets, 3)
 	if err := s.fresh(ctx); err != nil {
 		s.fail(err, randCold, randWarm)
 		return
@@ -93,7 +93,7 @@ func (s *session) randomReads(ctx context.Context) {
 
 // metadata is scenario 4: a find-style walk of the tree set, cold and warm.
 func (s *session) metadata(ctx context.Context) {
-	set := s.r.cfg.Sets.Tree
+	set := ScenarioSet(s.r.cfg.Sets, 4)
 	if err := s.fresh(ctx); err != nil {
 		s.fail(err, metaCold, metaWarm)
 		return
@@ -115,7 +115,7 @@ func (s *session) metadata(ctx context.Context) {
 // write is scenario 5: the write set written below write/<system>/ until
 // it is in the bucket, then read back after a remount and drop_caches.
 func (s *session) write(ctx context.Context) {
-	set := s.r.cfg.Sets.Write
+	set := ScenarioSet(s.r.cfg.Sets, 5)
 	dir := "write/" + s.sys.Name()
 	if s.r.hooks.Clean != nil {
 		if err := s.unmount(ctx); err != nil {
@@ -176,7 +176,7 @@ func (s *session) torch(ctx context.Context) {
 		}
 		return
 	}
-	set := s.r.cfg.Sets.Small
+	set := ScenarioSet(s.r.cfg.Sets, 6)
 	if err := s.fresh(ctx); err != nil {
 		s.fail(err, torchCold, torchWarm)
 		return
@@ -209,7 +209,7 @@ func (s *session) images(ctx context.Context) {
 		}
 		return
 	}
-	set := s.r.cfg.Sets.Images
+	set := ScenarioSet(s.r.cfg.Sets, 8)
 	if err := s.fresh(ctx); err != nil {
 		s.fail(err, imagesCold, imagesWarm)
 		return
@@ -295,7 +295,7 @@ func naCell(why string) report.Cell { return report.Cell{Status: report.NA, Reas
 // every file is in the bucket. The cell's traffic shows the requests a
 // new file costs.
 func (s *session) create(ctx context.Context) {
-	set := s.r.cfg.Sets.Create
+	set := ScenarioSet(s.r.cfg.Sets, 7)
 	dir := "create/" + s.sys.Name()
 	if s.r.hooks.Clean != nil {
 		if err := s.unmount(ctx); err != nil {

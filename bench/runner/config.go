@@ -72,8 +72,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: threads, random reads, warm passes and phase timeout must be positive", ErrInvalidConfig)
 	}
 	for _, n := range c.Scenarios {
-		if n < 1 || n > numScenarios {
-			return fmt.Errorf("%w: scenario %d is not one of 1–%d", ErrInvalidConfig, n, numScenarios)
+		if n < 1 || n > NumScenarios {
+			return fmt.Errorf("%w: scenario %d is not one of 1–%d", ErrInvalidConfig, n, NumScenarios)
 		}
 	}
 	if c.RandSize > c.Sets.Checkpoint.FileSize {
@@ -90,6 +90,10 @@ type Hooks struct {
 	// Durable returns the bucket-side check of written files for a
 	// backend, nil when closing a file is enough (local).
 	Durable func(sut.Backend) scenario.Durable
+	// Scenario is told the number of the scenario a system plays next,
+	// before it cleans or mounts anything for it; an error fails the
+	// scenario's cells. Nil: nothing to prepare.
+	Scenario func(ctx context.Context, n int) error
 	// Clean deletes what an earlier run wrote under prefix (a directory
 	// relative to the mount root) for the system.
 	Clean func(ctx context.Context, sys sut.System, prefix string) error

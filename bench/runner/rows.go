@@ -27,8 +27,8 @@ const (
 	imagesWarm     = "images/warm"
 )
 
-// numScenarios is the number of scenarios (rowDefs numbers them 1–8).
-const numScenarios = 8
+// NumScenarios is the number of scenarios (rowDefs numbers them 1–8).
+const NumScenarios = 8
 
 // rowDef names one report row.
 type rowDef struct {

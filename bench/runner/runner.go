@@ -104,9 +104,16 @@ func (s *session) run(ctx context.Context) {
 			s.skip(i+1, "not selected (-scenarios)")
 			continue
 		}
-		if writes[i+1] && sut.ReadsOnly(s.sys) {
+		if Writes(i+1) && sut.ReadsOnly(s.sys) {
 			s.skip(i+1, "a read-only mount")
 			continue
+		}
+		if s.r.hooks.Scenario != nil {
+			if err := s.r.hooks.Scenario(ctx, i+1); err != nil {
+				s.mark(i+1, report.Failed, "prepare: "+err.Error())
+				s.logf("scenario %d: prepare: %v", i+1, err)
+				continue
+			}
 		}
 		b(ctx)
 	}
@@ -161,17 +168,17 @@ func (s *session) unmount(ctx context.Context) error {
 }
 
 // fail marks phases as failed without running them.
-// writes are the scenarios that change the bucket (write, create): n/a
-// for a read-only system.
-var writes = map[int]bool{5: true, 7: true}
 
 // skip marks the cells of scenario n n/a for reason (not selected by
 // Config.Scenarios, or a read-only system's writes).
-func (s *session) skip(n int, reason string) {
+func (s *session) skip(n int, reason string) { s.mark(n, report.NA, reason) }
+
+// mark gives every cell of scenario n status and reason.
+func (s *session) mark(n int, status report.Status, reason string) {
 	prefix := strconv.Itoa(n) + ". "
 	for _, d := range rowDefs(s.r.cfg) {
 		if strings.HasPrefix(d.scenario, prefix) {
-			s.cells[d.id] = report.Cell{Status: report.NA, Reason: reason}
+			s.cells[d.id] = report.Cell{Status: status, Reason: reason}
 		}
 	}
 }

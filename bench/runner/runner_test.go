@@ -306,3 +306,57 @@ func TestRunClient(t *testing.T) {
 		t.Errorf("cold epoch over wrong data: %+v", c)
 	}
 }
+
+// TestScenarioHookBeforeEachScenario: the environment is told each played
+// scenario's number before the scenario mounts (the GCS side switches to
+// that data set's bucket then), and a failed preparation fails that
+// scenario's cells only.
+func TestScenarioHookBeforeEachScenario(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scenarios = []int{1, 2, 4}
+	root := t.TempDir()
+	populate(t, cfg, root)
+	fake := suttest.New("fake", root, sut.BackendLocal)
+	var l hookLog
+	h := hooks(&l)
+	type call struct{ n, mountsBefore int }
+	var calls []call
+	h.Scenario = func(_ context.Context, n int) error {
+		mounts, _, _ := fake.Counts()
+		calls = append(calls, call{n, mounts})
+		if n == 2 {
+			return errors.New("no bucket for you")
+		}
+		return nil
+	}
+	r, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := r.Run(context.Background(), []sut.System{fake})
+	if len(calls) != 3 || calls[0].n != 1 || calls[1].n != 2 || calls[2].n != 4 {
+		t.Fatalf("hook calls %v, want scenarios 1, 2, 4 in order", calls)
+	}
+	if calls[0].mountsBefore != 0 {
+		t.Errorf("hook calls %v: scenario 1's hook came after a mount", calls)
+	}
+	if calls[1].mountsBefore == 0 || calls[2].mountsBefore != calls[1].mountsBefore {
+		t.Errorf("hook calls %v: scenario 1 must have mounted, and the failed scenario 2 nothing", calls)
+	}
+	for i, d := range rowDefs(cfg) {
+		c := rows[i].Cells["fake"]
+		want := report.NA
+		switch {
+		case strings.HasPrefix(d.scenario, "1. "), strings.HasPrefix(d.scenario, "4. "):
+			want = report.OK
+		case strings.HasPrefix(d.scenario, "2. "):
+			want = report.Failed
+			if !strings.Contains(c.Reason, "no bucket for you") {
+				t.Errorf("%s: reason %q, want the hook's error", d.id, c.Reason)
+			}
+		}
+		if c.Status != want {
+			t.Errorf("%s: %s (%s), want %s", d.id, c.Status, c.Reason, want)
+		}
+	}
+}

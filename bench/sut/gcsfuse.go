@@ -29,7 +29,7 @@ func NewGCSFuse(env Env) System {
 				"--max-conns-per-host", "100",
 				"--temp-dir", dir,
 				"--log-severity", "warning",
-				env.GCS.Bucket, mnt,
+				env.GCS.Bucket(), mnt,
 			}
 		},
 	})

@@ -89,7 +89,7 @@ func TestChildEnv(t *testing.T) {
 func TestNoSecretsInArgv(t *testing.T) {
 	env := Env{WorkDir: t.TempDir(), LocalRoot: t.TempDir(),
 		S3:  S3Target{Endpoint: "http://127.0.0.1:1", Bucket: "b", Region: "us-east-1", AccessKey: "AKIDSECRET", SecretKey: "VERYSECRET"},
-		GCS: GCSTarget{Endpoint: "http://127.0.0.1:2", Bucket: "b"}}
+		GCS: GCSTarget{Endpoint: "http://127.0.0.1:2", Bucket: func() string { return "b" }}}
 	for _, s := range []System{NewRclone(env), NewS3fs(env), NewGCSFuse(env), NewBasin(env, "/bin/true"), NewLocal(env)} {
 		t.Run(s.Name(), func(t *testing.T) {
 			d := s.Describe()

@@ -31,7 +31,9 @@ type S3Target struct {
 // GCSTarget is the fake-gcs-server bucket behind the WAN emulator.
 type GCSTarget struct {
 	Endpoint string // the proxy's URL
-	Bucket   string
+	// Bucket names the bucket to mount now: each data set has a bucket
+	// of its own on this side (the emulator's LIST reads a whole bucket).
+	Bucket func() string
 }
 
 // Env is what every system needs to know about the benchmark.

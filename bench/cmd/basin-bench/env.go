@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/basin-csi/basin/bench/dataset"
+	"github.com/basin-csi/basin/bench/runner"
 	"github.com/basin-csi/basin/bench/scenario"
 	"github.com/basin-csi/basin/bench/servers"
 	"github.com/basin-csi/basin/bench/sut"
@@ -26,13 +27,20 @@ const bucket = "basin-bench"
 type side struct {
 	server *servers.Server
 	proxy  *wanproxy.Proxy
-	store  objstore.Store
+	// store is the bucket of the scenario being played (the S3 side has
+	// one bucket for all of them).
+	store objstore.Store
+	// buckets is set on a side that keeps each data set in a bucket of
+	// its own (setbuckets.go); store is then one of them.
+	buckets *setBuckets
 	// err is why this side could not be set up; its systems are n/a.
 	err error
 }
 
 func (s *side) close() {
-	if s.store != nil {
+	if s.buckets != nil {
+		s.buckets.close()
+	} else if s.store != nil {
 		_ = s.store.Close()
 	}
 	if s.proxy != nil {
@@ -83,27 +91,30 @@ func setup(ctx context.Context, cfg config, logf func(string, ...any)) (*environ
 		}
 	}
 	var sets []dataset.Set // the data sets the selected scenarios read
-	for _, u := range []struct {
-		set       dataset.Set
-		scenarios []int
-	}{
-		{cfg.run.Sets.Small, []int{1, 6}},
-		{cfg.run.Sets.Checkpoint, []int{2, 3}},
-		{cfg.run.Sets.Tree, []int{4}},
-		{cfg.run.Sets.Images, []int{8}},
-	} {
-		if len(cfg.run.Scenarios) == 0 || slices.ContainsFunc(u.scenarios, func(n int) bool { return slices.Contains(cfg.run.Scenarios, n) }) {
-			sets = append(sets, u.set)
+	for n := 1; n <= runner.NumScenarios; n++ {
+		set := runner.ScenarioSet(cfg.run.Sets, n)
+		if !runner.Writes(n) && (len(cfg.run.Scenarios) == 0 || slices.Contains(cfg.run.Scenarios, n)) &&
+			!slices.ContainsFunc(sets, func(s dataset.Set) bool { return s.Name == set.Name }) {
+			sets = append(sets, set)
 		}
 	}
-	sinks := []dataset.Sink{dataset.DirSink{Root: e.localRoot}}
-	for _, sd := range []*side{&e.s3, &e.gcs} {
-		if sd.store != nil && sd.err == nil {
-			sinks = append(sinks, dataset.StoreSink{Store: sd.store, Name: sd.server.Endpoint + "/" + bucket})
+	for _, set := range sets {
+		sinks := []dataset.Sink{dataset.DirSink{Root: e.localRoot}}
+		for _, sd := range []*side{&e.s3, &e.gcs} {
+			if sd.store == nil || sd.err != nil {
+				continue
+			}
+			st, name := sd.store, bucket
+			if sd.buckets != nil {
+				var err error
+				name = setBucket(set.Name)
+				if st, err = sd.buckets.open(ctx, name); err != nil {
+					return e, err
+				}
+			}
+			sinks = append(sinks, dataset.StoreSink{Store: st, Name: sd.server.Endpoint + "/" + name})
 		}
-	}
-	for _, sink := range sinks {
-		for _, set := range sets {
+		for _, sink := range sinks {
 			logf("data set %s -> %s", set.Name, sink)
 			wrote, err := dataset.Write(ctx, sink, set, cfg.uploadJobs, func(set dataset.Set, done int) {
 				if done%5000 == 0 {
@@ -173,8 +184,8 @@ func startGCS(ctx context.Context, cfg config) side {
 	if sd.server, sd.err = servers.StartGCS(ctx, bin, filepath.Join(cfg.workDir, "gcs"), port, sd.proxy.URL()); sd.err != nil {
 		return sd
 	}
-	oc := objstore.Config{Backend: objstore.BackendGCS, Bucket: bucket, Endpoint: sd.server.Endpoint}
-	sd.store, sd.err = servers.OpenBucket(ctx, oc, objstore.Credentials{})
+	sd.buckets = newSetBuckets(objstore.Config{Backend: objstore.BackendGCS, Endpoint: sd.server.Endpoint}, objstore.Credentials{})
+	sd.store, sd.err = sd.buckets.open(ctx, bucket)
 	return sd
 }
 
@@ -197,7 +208,7 @@ func (e *environment) sutEnv() sut.Env {
 			AccessKey: servers.MinIOAccessKey, SecretKey: servers.MinIOSecretKey}
 	}
 	if e.gcs.proxy != nil {
-		env.GCS = sut.GCSTarget{Endpoint: e.gcs.proxy.URL(), Bucket: bucket}
+		env.GCS = sut.GCSTarget{Endpoint: e.gcs.proxy.URL(), Bucket: func() string { return e.gcs.buckets.current }}
 	}
 	return env
 }

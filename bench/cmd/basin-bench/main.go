@@ -84,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	r, err := runner.New(cfg.run, runner.Hooks{
 		Traffic:    env.traffic,
+		Scenario:   env.scenario,
 		Durable:    env.durable,
 		Clean:      env.clean,
 		StorePID:   env.storePID,
