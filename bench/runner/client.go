@@ -91,13 +91,13 @@ func (s *session) clientCheckpoint(ctx context.Context, c sut.Client) {
 		}
 		req := direct.Request{Op: direct.OpDownload, Objects: objects(set), Part: downloadPart, Threads: w}
 		cell := s.measureCell(ctx, ckptCold, do(c, req), check)
-		tried = append(tried, fmt.Sprintf("%d: %.0f MB/s", w, cell.Measure.MBps()))
+		tried = append(tried, fmt.Sprintf("%d: %.0f MB/s, peak RSS %d MiB", w, cell.Measure.MBps(), cell.PeakRSS>>20))
 		if best.Status == "" || cell.Status == report.OK &&
 			(best.Status != report.OK || cell.Measure.MBps() > best.Measure.MBps()) {
 			best = cell
 		}
 	}
-	best.Detail = fmt.Sprintf("best of %d MiB ranged GETs at widths %s", downloadPart>>20, strings.Join(tried, ", "))
+	best.Detail = fmt.Sprintf("best of %d MiB ranged GETs at widths %s", downloadPart>>20, strings.Join(tried, "; "))
 	s.cells[ckptCold] = best
 }
 

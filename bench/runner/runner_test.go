@@ -280,8 +280,9 @@ func TestRunClient(t *testing.T) {
 	if c := cell(t, rows, smallCold, "direct"); c.Measure.Files != 40 || c.Measure.Bytes != cfg.Sets.Small.TotalBytes() {
 		t.Errorf("cold epoch: %+v", c.Measure)
 	}
-	if c := cell(t, rows, ckptCold, "direct"); !strings.Contains(c.Detail, "widths 4: ") || !strings.Contains(c.Detail, ", 32: ") {
-		t.Errorf("checkpoint detail %q, want every width", c.Detail)
+	if c := cell(t, rows, ckptCold, "direct"); !strings.Contains(c.Detail, "widths 4: ") || !strings.Contains(c.Detail, "; 32: ") ||
+		strings.Count(c.Detail, "peak RSS") != len(downloadWidths) {
+		t.Errorf("checkpoint detail %q, want every width with its peak RSS", c.Detail)
 	}
 	if c := cell(t, rows, randCold, "direct"); c.Measure.Files != int64(cfg.RandReads) {
 		t.Errorf("random reads: %+v", c.Measure)
