@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/basin-csi/basin/pkg/cache"
+)
 
 // TestGCPercentFor: the collector keeps its default while the heap's
 // growth and the block buffers fit in the budget, and tightens down to
@@ -22,8 +26,15 @@ func TestGCPercentFor(t *testing.T) {
 		{"verification buffers below half the budget", 70 * mib, 32 * mib, gcPercentMin},
 		{"live heap beyond the budget", 200 * mib, 0, gcPercentMin},
 	} {
-		if got := gcPercentFor(tc.live, tc.buffers); got != tc.want {
+		if got := gcPercentFor(tc.live, tc.buffers, cache.DefaultBufferSize); got != tc.want {
 			t.Errorf("%s: gcPercentFor(%d MiB, %d MiB) = %d, want %d", tc.name, tc.live/mib, tc.buffers/mib, got, tc.want)
 		}
+	}
+	// A volume given 1 GiB of buffers gives the heap room beside them too.
+	if got := gcPercentFor(100*mib, 512*mib, 1<<30); got != gcPercentMax {
+		t.Errorf("1 GiB budget, half of it buffers: gcPercentFor = %d, want %d", got, gcPercentMax)
+	}
+	if got := gcPercentFor(100*mib, 900*mib, 1<<30); got != gcPercentMinBuffers {
+		t.Errorf("1 GiB budget, nearly full of buffers: gcPercentFor = %d, want %d", got, gcPercentMinBuffers)
 	}
 }

@@ -37,13 +37,23 @@ const (
 	// data set of small files, so that the reader finds most of what it
 	// opens prefetched (docs/architecture.md, "Directory prefetch").
 	PrefetchBudget = 4 << 30
-	OpTimeout      = 60 * time.Second
-	FileMode       = os.FileMode(0o644)
-	DirMode        = os.FileMode(0o755)
+	// BufferSize bounds the memory of a mount's block buffers: the GETs
+	// in flight, blocks waiting for the disk and blocks kept for a reader
+	// behind its read-ahead (pkg/cache writeback_pool.go). A cold
+	// sequential read keeps about its rate times one GET's duration in
+	// flight, so the buffers bound it on a link with a long delay; the
+	// default keeps the FUSE process within 256 MiB
+	// (docs/architecture.md, "The cold checkpoint read and memory").
+	BufferSize = 128 << 20
+	OpTimeout  = 60 * time.Second
+	FileMode   = os.FileMode(0o644)
+	DirMode    = os.FileMode(0o755)
 )
 
 // Limits of a mount's settings.
 const (
 	MinCacheBlockSize = 4 << 10
 	MaxCacheBlockSize = 1 << 30
+	MinBufferSize     = 16 << 20
+	MaxBufferSize     = 64 << 30
 )

@@ -414,6 +414,10 @@ func (c *Cache) Stats() Stats {
 	return s
 }
 
+// BufferBudget is the bound on the block buffers of each block size
+// (the spec's BufferSize, defaulted).
+func (c *Cache) BufferBudget() int64 { return c.opts.BufferSize }
+
 // BufferBytes is Stats().BufferBytes without the rest of Stats: the
 // memory of the block buffers allocated now.
 func (c *Cache) BufferBytes() int64 {
@@ -431,7 +435,7 @@ func (c *Cache) pool(bs int64) *bufPool {
 	if p, ok := c.pools.Load(bs); ok {
 		return p.(*bufPool)
 	}
-	p, _ := c.pools.LoadOrStore(bs, newBufPool(bs, c.tune.poolIdle))
+	p, _ := c.pools.LoadOrStore(bs, newBufPool(bs, c.opts.BufferSize, c.tune.poolIdle))
 	return p.(*bufPool)
 }
 

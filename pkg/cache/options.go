@@ -12,8 +12,8 @@ import (
 // Options configure one volume's cache. The mount's settings are its
 // spec (pkg/mountspec), embedded with the spec's names and meanings: the
 // cache reads CacheBlockSize, CacheSize, MetadataTTL,
-// NegativeMetadataTTL, MaxParallelFetches, Prefetch and PrefetchBudget
-// there, so a new setting the cache uses is a field of the spec and
+// NegativeMetadataTTL, MaxParallelFetches, Prefetch, PrefetchBudget and
+// BufferSize there, so a new setting the cache uses is a field of the spec and
 // nothing here. A zero spec value means what it means in the spec
 // (MetadataTTL 0: always revalidate; Prefetch false: off), except the
 // sizes and counts, whose zero means the default. Zero values of the
@@ -30,7 +30,8 @@ type Options struct {
 	// throughput grows with it, fetchtune.go, also within the buffer
 	// budget, maxFetches); Prefetch turns directory prefetch (prefetch.go)
 	// on, PrefetchBudget bounds the bytes it fetched and nobody opened
-	// since.
+	// since; BufferSize bounds the block buffers of each block size
+	// (writeback_pool.go).
 	mountspec.Spec
 	// VolumeID names the volume in logs and in the node budget.
 	VolumeID string
@@ -71,6 +72,7 @@ const (
 	DefaultSmallObjectSize    = 8 << 20
 	DefaultPartSize           = mountdefaults.FetchPartSize
 	DefaultMaxParallelFetches = mountdefaults.MaxParallelFetches
+	DefaultBufferSize         = mountdefaults.BufferSize
 
 	maxBlockSize = mountdefaults.MaxCacheBlockSize
 	minPartSize  = 64 << 10
@@ -95,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PartSize == 0 {
 		o.PartSize = DefaultPartSize
+	}
+	if o.BufferSize == 0 {
+		o.BufferSize = DefaultBufferSize
 	}
 	if o.MaxParallelFetches == 0 {
 		o.MaxParallelFetches = DefaultMaxParallelFetches
@@ -126,6 +131,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: negative SmallObjectSize", ErrInvalidOptions)
 	case o.PartSize < minPartSize:
 		return fmt.Errorf("%w: PartSize %d is below 64 KiB", ErrInvalidOptions, o.PartSize)
+	case o.BufferSize < 0:
+		return fmt.Errorf("%w: negative BufferSize", ErrInvalidOptions)
 	case o.MaxParallelFetches < 1:
 		return fmt.Errorf("%w: MaxParallelFetches must be positive", ErrInvalidOptions)
 	case o.PrefetchWorkers < 1:
@@ -134,17 +141,13 @@ func (o Options) validate() error {
 	return nil
 }
 
-// fetchBufferBudget is how many bytes of block buffers the GETs in flight
-// may fill at once: three quarters of a pool (poolBytes), the rest being
-// for blocks received and not yet written or read.
-const fetchBufferBudget = poolBytes * 3 / 4
-
 // maxFetches is the most GETs the cache lets the tuner keep in flight:
-// MaxParallelFetches, and no more than the buffer budget can feed. A GET
-// fills one block buffer at a time, or its part of a block larger than
-// PartSize.
+// MaxParallelFetches, and no more than three quarters of a pool
+// (BufferSize) can feed, the rest being for blocks received and not yet
+// written or read. A GET fills one block buffer at a time, or its part of
+// a block larger than PartSize.
 func maxFetches(o Options) int {
-	return max(1, min(o.MaxParallelFetches, int(fetchBufferBudget/min(o.CacheBlockSize, o.PartSize))))
+	return max(1, min(o.MaxParallelFetches, int(o.BufferSize*3/4/min(o.CacheBlockSize, o.PartSize))))
 }
 
 // fresh reports whether something fetched at t is still trusted under ttl.

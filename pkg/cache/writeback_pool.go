@@ -47,14 +47,12 @@ type bufPool struct {
 	kept list.List
 }
 
-// poolBytes bounds the bytes of a pool's buffers: a full read-ahead of
-// fetch buffers and kept blocks.
-const poolBytes = 128 << 20
-
-// newBufPool makes the pool of size-byte buffers; free buffers and kept
-// blocks unused for idle go.
-func newBufPool(size int64, idle time.Duration) *bufPool {
-	p := &bufPool{size: int(size), maxBufs: max(4, int(poolBytes/size)), idle: idle}
+// newBufPool makes the pool of size-byte buffers, at most budget bytes of
+// them (Options.BufferSize: a full read-ahead of fetch buffers and kept
+// blocks) and at least 4; free buffers and kept blocks unused for idle
+// go.
+func newBufPool(size, budget int64, idle time.Duration) *bufPool {
+	p := &bufPool{size: int(size), maxBufs: max(4, int(budget/size)), idle: idle}
 	p.cond.L = &p.mu
 	return p
 }

@@ -53,8 +53,7 @@ func (p *bufPool) shortPool(size int64) *bufPool {
 	if p.shorts == nil {
 		p.shorts = make(map[int64]*bufPool)
 	}
-	s := newBufPool(size, p.idle)
-	s.maxBufs = max(4, int(shortPoolBytes/size))
+	s := newBufPool(size, shortPoolBytes, p.idle)
 	p.shorts[size] = s
 	return s
 }

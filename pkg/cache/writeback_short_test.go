@@ -19,7 +19,7 @@ func TestShortClass(t *testing.T) {
 // A short buffer given back through the block pool is handed out again by
 // the short pool of its class, and the pool's bytes count it.
 func TestShortBuffersRecycled(t *testing.T) {
-	p := newBufPool(4<<20, time.Hour)
+	p := newBufPool(4<<20, DefaultBufferSize, time.Hour)
 	buf, bp := p.getShort(100 << 10)
 	if bp == nil || len(buf) != 100<<10 || cap(*bp) != 128<<10 {
 		t.Fatalf("getShort(100 KiB): len %d, pooled %v", len(buf), bp != nil)
@@ -38,7 +38,7 @@ func TestShortBuffersRecycled(t *testing.T) {
 
 // At its bound a short pool hands out plain allocations and never waits.
 func TestShortPoolBound(t *testing.T) {
-	p := newBufPool(4<<20, time.Hour)
+	p := newBufPool(4<<20, DefaultBufferSize, time.Hour)
 	class := shortClass(1 << 20)
 	limit := int(shortPoolBytes / class)
 	for i := range limit {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 )
 
 func TestBufPoolBound(t *testing.T) {
-	p := newBufPool(64*kib, time.Minute)
+	p := newBufPool(64*kib, DefaultBufferSize, time.Minute)
 	p.maxBufs = 2
 	a, b := p.get(), p.get()
 	got := make(chan *[]byte)
@@ -271,4 +272,34 @@ func residentPages(t *testing.T, path string) (n, resident int) {
 		}
 	}
 	return len(vec), resident
+}
+
+// TestBufferSizeBoundsBuffersAndGETs: the bufferSize setting bounds the
+// block buffers of a pool and, at three quarters of it, the GETs the
+// fetch tuner may keep in flight (within MaxParallelFetches).
+func TestBufferSizeBoundsBuffersAndGETs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		size       int64
+		bufs, gets int
+	}{
+		{"default", 0, 32, 24},
+		{"small", 32 << 20, 8, 6},
+		{"large", 1 << 30, 256, DefaultMaxParallelFetches},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOpts()
+			opts.CacheBlockSize, opts.PartSize, opts.BufferSize = 4<<20, 8<<20, tc.size
+			c, _, _ := newFixture(t, opts)
+			if got := c.pool(opts.CacheBlockSize).maxBufs; got != tc.bufs {
+				t.Errorf("pool bound %d buffers, want %d", got, tc.bufs)
+			}
+			if got := c.fetches.tune.hi; got != tc.gets {
+				t.Errorf("GETs in flight at most %d, want %d", got, tc.gets)
+			}
+			if want := cmp.Or(tc.size, DefaultBufferSize); c.BufferBudget() != want {
+				t.Errorf("BufferBudget %d, want %d", c.BufferBudget(), want)
+			}
+		})
+	}
 }

@@ -46,6 +46,8 @@ func TestParseAttributesValues(t *testing.T) {
 		{"prefetch default", map[string]string{}, func(s Spec) bool { return s.Prefetch && s.PrefetchBudget == 4<<30 }},
 		{"prefetch off", map[string]string{KeyPrefetch: "false"}, func(s Spec) bool { return !s.Prefetch }},
 		{"prefetch budget", map[string]string{KeyPrefetchBudget: "512Mi"}, func(s Spec) bool { return s.PrefetchBudget == 512<<20 }},
+		{"buffer size default", map[string]string{}, func(s Spec) bool { return s.BufferSize == 128<<20 }},
+		{"buffer size", map[string]string{KeyBufferSize: "1Gi"}, func(s Spec) bool { return s.BufferSize == 1<<30 }},
 		{"gcs project", map[string]string{KeyBackend: "gcs", KeyProject: "p-1"}, func(s Spec) bool { return s.Backend == objstore.BackendGCS && s.Project == "p-1" }},
 		{"file dir", map[string]string{KeyBackend: "file", KeyBucket: "/srv/data"}, func(s Spec) bool { return s.Bucket == "/srv/data" }},
 		{"shared cache", map[string]string{KeySharedCache: "http://127.0.0.1:9000/tier/team-a"}, func(s Spec) bool {
@@ -105,6 +107,9 @@ func TestParseAttributesErrors(t *testing.T) {
 		{"bad upload mode", map[string]string{KeyUploadMode: "writeback"}, []string{KeyUploadMode, `"sync"`, `"async"`}},
 		{"bad prefetch", map[string]string{KeyPrefetch: "sometimes"}, []string{KeyPrefetch}},
 		{"prefetch budget zero", map[string]string{KeyPrefetchBudget: "0"}, []string{KeyPrefetchBudget}},
+		{"buffer size zero", map[string]string{KeyBufferSize: "0"}, []string{KeyBufferSize, "from 16Mi to 64Gi"}},
+		{"buffer size too small", map[string]string{KeyBufferSize: "8Mi"}, []string{KeyBufferSize, "from 16Mi to 64Gi"}},
+		{"buffer size too large", map[string]string{KeyBufferSize: "65Gi"}, []string{KeyBufferSize, "from 16Mi to 64Gi"}},
 		{"bad endpoint", map[string]string{KeyEndpoint: "minio:9000"}, []string{KeyEndpoint, "http(s)://"}},
 		{"endpoint with user", map[string]string{KeyEndpoint: "http://u:p@minio:9000"}, []string{KeyEndpoint}},
 		{"bad region", map[string]string{KeyRegion: "US East"}, []string{KeyRegion}},

@@ -147,6 +147,7 @@ func TestValidate(t *testing.T) {
 		"negative readahead": func(s *Spec) { s.ReadAhead = -1 },
 		"fetches":            func(s *Spec) { s.MaxParallelFetches = MaxParallelFetches + 1 },
 		"prefetch budget":    func(s *Spec) { s.PrefetchBudget = 0 },
+		"buffer size":        func(s *Spec) { s.BufferSize = MinBufferSize - 1 },
 		"op timeout":         func(s *Spec) { s.OpTimeout = 0 },
 		"uid":                func(s *Spec) { s.UID = MaxID + 1 },
 		"mode":               func(s *Spec) { s.FileMode = 0o4755 },
@@ -167,9 +168,10 @@ func TestValidate(t *testing.T) {
 		t.Errorf("valid spec: %v", err)
 	}
 	for name, edit := range map[string]func(s *Spec){
-		"kernel opens, read-only":      func(s *Spec) { s.OpenMode, s.ReadOnly = mountdefaults.OpenKernel, true },
-		"kernel opens, ro option":      func(s *Spec) { s.OpenMode, s.MountOptions = mountdefaults.OpenKernel, []string{"ro"} },
-		"open mode of an older writer": func(s *Spec) { s.OpenMode = "" },
+		"kernel opens, read-only":       func(s *Spec) { s.OpenMode, s.ReadOnly = mountdefaults.OpenKernel, true },
+		"kernel opens, ro option":       func(s *Spec) { s.OpenMode, s.MountOptions = mountdefaults.OpenKernel, []string{"ro"} },
+		"open mode of an older writer":  func(s *Spec) { s.OpenMode = "" },
+		"no buffer size (older writer)": func(s *Spec) { s.BufferSize = 0 },
 	} {
 		s := testSpec()
 		edit(&s)

@@ -45,6 +45,9 @@ const (
 	// KeyPrefetchBudget bounds the bytes prefetched that no reader
 	// opened since (quantity).
 	KeyPrefetchBudget = "prefetchBudget"
+	// KeyBufferSize bounds the memory of the block buffers of one mount
+	// (quantity).
+	KeyBufferSize = "bufferSize"
 	// KeyOpTimeout bounds the bucket requests of one file system
 	// operation. Only `csi-driver mount` sets it (--op-timeout); it is
 	// not a volume attribute.

@@ -73,6 +73,7 @@ func settings() []setting {
 			func(s *Spec) *bool { return &s.Prefetch }),
 		sizeSetting(KeyPrefetchBudget, "bound on the bytes prefetched that no reader opened since (`quantity`)",
 			func(s *Spec) *int64 { return &s.PrefetchBudget }, 1, 1),
+		bufferSizeSetting(),
 		{key: KeyOpTimeout, usage: "bound on the bucket requests of one file system operation (past it the operation fails with EIO), and on the check of the bucket at mount",
 			parse:  parseOpTimeout,
 			format: func(s Spec) string { return s.OpTimeout.String() }, check: checkOpTimeout},
@@ -382,3 +383,30 @@ type problems []error
 func (p problems) Error() string        { return errors.Join(p...).Error() }
 func (p problems) Unwrap() []error      { return p }
 func (p problems) Is(target error) bool { return target == ErrInvalid }
+
+// bufferSizeSetting is the memory of the block buffers: a size within
+// [MinBufferSize, MaxBufferSize]; 0 only in a hand-off of an older
+// release, which had no such setting (the default then).
+func bufferSizeSetting() setting {
+	st := sizeSetting(KeyBufferSize, "memory for the cache's block buffers: GETs in flight and blocks read ahead (`quantity`; a cold sequential read needs about its rate times one GET's duration)",
+		func(s *Spec) *int64 { return &s.BufferSize }, MinBufferSize, 1, MaxBufferSize)
+	check, parse := st.check, st.parse
+	st.check = func(s Spec) error {
+		if s.BufferSize == 0 {
+			return nil
+		}
+		return check(s)
+	}
+	st.parse = func(s *Spec, v string) error {
+		t := *s
+		if err := parse(&t, v); err != nil {
+			return err
+		}
+		if t.BufferSize == 0 {
+			return fmt.Errorf("0: want %s", sizeRange(MinBufferSize, MaxBufferSize, 1))
+		}
+		*s = t
+		return nil
+	}
+	return st
+}

@@ -67,6 +67,9 @@ type Spec struct {
 	// so fetched that no reader opened since.
 	Prefetch       bool  `json:"prefetch"`
 	PrefetchBudget int64 `json:"prefetchBudget"`
+	// BufferSize bounds the bytes of the cache's block buffers (0 in a
+	// hand-off of an older release: DefaultBufferSize).
+	BufferSize int64 `json:"bufferSize,omitempty"`
 	// OpTimeout bounds the bucket requests of one file system operation.
 	OpTimeout time.Duration `json:"opTimeout"`
 
@@ -109,6 +112,7 @@ const (
 	DefaultMaxParallelFetches  = mountdefaults.MaxParallelFetches
 	DefaultReadAhead           = mountdefaults.ReadAhead
 	DefaultPrefetchBudget      = mountdefaults.PrefetchBudget
+	DefaultBufferSize          = mountdefaults.BufferSize
 	DefaultOpTimeout           = mountdefaults.OpTimeout
 	DefaultFileMode            = mountdefaults.FileMode
 	DefaultDirMode             = mountdefaults.DirMode
@@ -120,6 +124,8 @@ const (
 const (
 	MinCacheBlockSize     = mountdefaults.MinCacheBlockSize
 	MaxCacheBlockSize     = mountdefaults.MaxCacheBlockSize
+	MinBufferSize         = mountdefaults.MinBufferSize
+	MaxBufferSize         = mountdefaults.MaxBufferSize
 	MaxParallelFetches    = 1024
 	MaxID                 = 1<<32 - 2
 	ModeBits              = os.FileMode(0o777)
@@ -140,6 +146,7 @@ func Default() Spec {
 		MaxParallelFetches:  DefaultMaxParallelFetches,
 		Prefetch:            true,
 		PrefetchBudget:      DefaultPrefetchBudget,
+		BufferSize:          DefaultBufferSize,
 		OpTimeout:           DefaultOpTimeout,
 		UID:                 -1,
 		GID:                 -1,
