@@ -49,6 +49,7 @@ func (genSpec) Generate(r *rand.Rand, _ int) reflect.Value {
 	s.MaxParallelFetches = 1 + r.Intn(MaxParallelFetches)
 	s.Prefetch = r.Intn(2) == 0
 	s.PrefetchBudget = pick64(1, size(1), size(1<<30))
+	s.BufferSize = pick64(MinBufferSize, DefaultBufferSize, MaxBufferSize, MinBufferSize+r.Int63n(MaxBufferSize-MinBufferSize))
 	s.UID, s.GID = pick64(-1, 0, r.Int63n(MaxID+1)), pick64(-1, 0, 65534)
 	s.FileMode, s.DirMode = os.FileMode(r.Intn(int(ModeBits)+1)), os.FileMode(r.Intn(int(ModeBits)+1))
 	s.ReadOnly = r.Intn(2) == 0
