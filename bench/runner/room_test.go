@@ -31,8 +31,7 @@ func TestCacheDiskTooFullIsNotPlayed(t *testing.T) {
 		{"full, client", floor, sut.BackendS3, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			populate(t, cfg, root)
+			root := populated(t, cfg)
 			var l hookLog
 			h := hooks(&l)
 			h.CacheDisk = func() (DiskRoom, error) { return DiskRoom{Free: tc.free, Total: total, BucketHere: true}, nil }

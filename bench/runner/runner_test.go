@@ -34,14 +34,17 @@ func testConfig() Config {
 	}
 }
 
-// populate writes every read set of cfg below root.
-func populate(t *testing.T, cfg Config, root string) {
+// populated writes every read set of cfg into a new directory and
+// returns it.
+func populated(t *testing.T, cfg Config) string {
 	t.Helper()
+	root := t.TempDir()
 	for _, set := range []dataset.Set{cfg.Sets.Small, cfg.Sets.Checkpoint, cfg.Sets.Tree} {
 		if _, err := dataset.Write(context.Background(), dataset.DirSink{Root: root}, set, 4, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return root
 }
 
 type hookLog struct {
@@ -75,8 +78,7 @@ func cell(t *testing.T, rows []report.Row, id, system string) report.Cell {
 
 func TestRunAllScenarios(t *testing.T) {
 	cfg := testConfig()
-	root := t.TempDir()
-	populate(t, cfg, root)
+	root := populated(t, cfg)
 	fake := suttest.New("fake", root, sut.BackendLocal)
 	gone := suttest.New("gone", root, sut.BackendS3)
 	gone.SetUnavailable("not installed")
@@ -136,8 +138,7 @@ func TestRunAllScenarios(t *testing.T) {
 
 func TestWrongDataFails(t *testing.T) {
 	cfg := testConfig()
-	root := t.TempDir()
-	populate(t, cfg, root)
+	root := populated(t, cfg)
 	// Same length, different bytes: byte counts pass, the sample does not.
 	victim := filepath.Join(root, cfg.Sets.Small.Key(0))
 	if err := os.WriteFile(victim, make([]byte, cfg.Sets.Small.FileSize), 0o644); err != nil {
@@ -223,8 +224,7 @@ func TestRunSelectedScenarios(t *testing.T) {
 func TestReadOnlySystemSkipsWrites(t *testing.T) {
 	cfg := testConfig()
 	cfg.Scenarios = []int{1, 5, 7}
-	root := t.TempDir()
-	populate(t, cfg, root)
+	root := populated(t, cfg)
 	fake := suttest.New("ro", root, sut.BackendLocal)
 	fake.SetReadOnly()
 	var l hookLog
@@ -255,8 +255,7 @@ func TestReadOnlySystemSkipsWrites(t *testing.T) {
 // Each timed cell has the process's peak resident set during it.
 func TestRunClient(t *testing.T) {
 	cfg := testConfig()
-	root := t.TempDir()
-	populate(t, cfg, root)
+	root := populated(t, cfg)
 	client, err := suttest.NewClient("direct", root, sut.BackendLocal)
 	if err != nil {
 		t.Fatal(err)
@@ -315,8 +314,7 @@ func TestRunClient(t *testing.T) {
 func TestScenarioHookBeforeEachScenario(t *testing.T) {
 	cfg := testConfig()
 	cfg.Scenarios = []int{1, 2, 4}
-	root := t.TempDir()
-	populate(t, cfg, root)
+	root := populated(t, cfg)
 	fake := suttest.New("fake", root, sut.BackendLocal)
 	var l hookLog
 	h := hooks(&l)
