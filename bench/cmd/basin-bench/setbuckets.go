@@ -57,9 +57,9 @@ func (b *setBuckets) close() {
 	}
 }
 
-// scenario makes the bucket of scenario n's data set the current one of
-// every side with a bucket per set: what its systems mount, and what the
-// durability checks and the cleanup read.
+// scenario makes the bucket of scenario n's data set the GCS side's
+// current one (the only side with a bucket per set): what gcsfuse mounts,
+// and what the durability checks and the cleanup read.
 func (e *environment) scenario(ctx context.Context, n int) error {
 	sd := &e.gcs
 	if sd.buckets == nil || sd.err != nil {
