@@ -24,12 +24,7 @@ import (
 // returned, each byte for byte, and not the one being written when the
 // process died.
 func TestMountCommandAsyncCopyKilled(t *testing.T) {
-	testserver.RequireFUSE(t)
-	testserver.SkipShort(t, "builds the binary")
-	bin, err := testserver.CSIDriver()
-	if err != nil {
-		t.Fatalf("build csi-driver: %v", err)
-	}
+	bin := mountBinary(t)
 	srv := testserver.NewMinIO(t)
 	bucket := fmt.Sprintf("basin-async-copy-%d", time.Now().UnixNano())
 	store, _ := newS3Bucket(t, srv, bucket)

@@ -332,15 +332,24 @@ func startMountProcess(t *testing.T, bin, mnt string, env []string, args ...stri
 	return cmd, stderr
 }
 
-// TestMountCommandSIGTERM runs the real binary and checks that SIGTERM
-// unmounts cleanly and exits 0.
-func TestMountCommandSIGTERM(t *testing.T) {
+// mountBinary builds csi-driver for a test that runs its mount command:
+// one that needs /dev/fuse (fails under CI=true without it) and is
+// skipped by -short.
+func mountBinary(t *testing.T) string {
+	t.Helper()
 	testserver.RequireFUSE(t)
 	testserver.SkipShort(t, "builds the binary")
 	bin, err := testserver.CSIDriver()
 	if err != nil {
 		t.Fatalf("build csi-driver: %v", err)
 	}
+	return bin
+}
+
+// TestMountCommandSIGTERM runs the real binary and checks that SIGTERM
+// unmounts cleanly and exits 0.
+func TestMountCommandSIGTERM(t *testing.T) {
+	bin := mountBinary(t)
 	bucket, mnt := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(bucket, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)

@@ -26,12 +26,7 @@ import (
 // (no claim at create in async mode) whose name another writer stored
 // meanwhile is uploaded over it, that object kept under a conflict name.
 func TestMountCommandAsyncSuccessor(t *testing.T) {
-	testserver.RequireFUSE(t)
-	testserver.SkipShort(t, "builds the binary")
-	bin, err := testserver.CSIDriver()
-	if err != nil {
-		t.Fatalf("build csi-driver: %v", err)
-	}
+	bin := mountBinary(t)
 	for _, successor := range []string{"async", "sync"} {
 		t.Run("successor "+successor, func(t *testing.T) { asyncSuccessor(t, bin, successor) })
 	}
