@@ -79,17 +79,7 @@ func TestMountCommandAsyncCopyKilled(t *testing.T) {
 	if notes := ackNotes(t, filepath.Join(cacheDir, "writes")); len(notes) < dirs/2*perDir {
 		t.Errorf("%d files acknowledged and pending at the kill, want at least the %d closed with the store down", len(notes), dirs/2*perDir)
 	}
-	if err := first.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
-	_ = cut.Close() // the connection is gone
-	if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
-		t.Fatalf("detach the dead mount: %v", err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	killAndRestart(t, first, mnt, cut, srv)
 
 	mnt2 := t.TempDir()
 	second, secondLog := run(mnt2, "async")

@@ -71,17 +71,7 @@ func asyncSuccessor(t *testing.T, bin, successorMode string) {
 	if notes := ackNotes(t, writes); len(notes) != 2 {
 		t.Errorf("acknowledgement notes %v, want two", notes)
 	}
-	if err := first.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
-	_ = open.Close() // the connection is gone
-	if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
-		t.Fatalf("detach the dead mount: %v", err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	killAndRestart(t, first, mnt, open, srv)
 	for _, key := range []string{"acked", "open", "excl"} {
 		if _, err := store.Stat(t.Context(), key); !errors.Is(err, objstore.ErrNotFound) {
 			t.Fatalf("%s in the bucket before the successor: %v", key, err)
@@ -136,6 +126,24 @@ func mountOnCache(t *testing.T, bin string, srv *testserver.Server, bucket, cach
 			"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style",
 			"--cache-dir", cacheDir, "--upload-mode", mode, "--negative-metadata-ttl", "1h",
 			"s3://"+bucket, mnt)
+	}
+}
+
+// killAndRestart SIGKILLs the mount process cmd while open is a file
+// still open on its mount mnt, closes that file (its connection is gone),
+// detaches the dead mount and starts the stopped store srv again.
+func killAndRestart(t *testing.T, cmd *exec.Cmd, mnt string, open *os.File, srv *testserver.Server) {
+	t.Helper()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	_ = open.Close()
+	if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+		t.Fatalf("detach the dead mount: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
 	}
 }
 

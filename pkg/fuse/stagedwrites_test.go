@@ -22,12 +22,11 @@ func stage(t *testing.T, s *stagedWrites, ino uint64, content string) string {
 	return f.Name()
 }
 
+// names lists dir's entry names in order, within the harness's timeout
+// (dir may be in a mount).
 func names(t *testing.T, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := must(t, "readdir "+dir, func() ([]os.DirEntry, error) { return os.ReadDir(dir) })
 	var out []string
 	for _, e := range entries {
 		out = append(out, e.Name())
