@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/basin-csi/basin/internal/atomicfile"
+	"github.com/basin-csi/basin/internal/directio"
 	"github.com/basin-csi/basin/internal/regfile"
 	"github.com/basin-csi/basin/pkg/objstore"
 )
@@ -133,22 +134,55 @@ func (c *Cache) installLocked(ctx context.Context, o *object, stagedPath string)
 	return prev, nil
 }
 
+// directInstallMin is the smallest staged file whose checksums are
+// computed from direct reads (directio): a large file just written is
+// mostly not in the page cache (the FUSE layer writes streamed files
+// directly), and reading it back through the page cache would cost the
+// CPU the direct write saved. A small file's pages are still cached, and
+// it is read from them.
+const directInstallMin = 16 << 20
+
 // checksumFile fills o.crcs from f.
 func (c *Cache) checksumFile(ctx context.Context, o *object, f *os.File) error {
 	pool := c.pool(o.bs)
 	bp := pool.get()
 	defer pool.put(bp)
+	var d *os.File // f's direct descriptor, while direct reads work
+	if o.info.Size >= directInstallMin {
+		if dd, err := directio.Reopen(f, os.O_RDONLY); err == nil {
+			d = dd
+			defer func() { _ = dd.Close() }()
+		}
+	}
 	for b := 0; b < o.nblocks; b++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		buf := (*bp)[:o.blockLen(b)]
-		if _, err := f.ReadAt(buf, int64(b)*o.bs); err != nil {
+		off, n := int64(b)*o.bs, o.blockLen(b)
+		buf := (*bp)[:n]
+		if d != nil && readDirect(d, *bp, off, n) {
+			o.crcs[b] = blockCRC(buf)
+			continue
+		}
+		d = nil
+		if _, err := f.ReadAt(buf, off); err != nil {
 			return fmt.Errorf("cache: install: read staged file: %w", err)
 		}
 		o.crcs[b] = blockCRC(buf)
 	}
 	return nil
+}
+
+// readDirect reads n bytes at off of d into buf's start with one direct
+// read of whole pages. false: it could not (an unaligned buffer, a short
+// read, a refusal), and the caller reads through the page cache instead.
+func readDirect(d *os.File, buf []byte, off, n int64) bool {
+	rn := directio.RoundUp(n)
+	if rn > int64(len(buf)) || !directio.OK(buf[:rn], off) {
+		return false
+	}
+	got, err := d.ReadAt(buf[:rn], off)
+	return int64(got) >= n && (err == nil || errors.Is(err, io.EOF))
 }
 
 // dropRecordFileLocked deletes the data file of key's indexed version, if

@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
-	"github.com/basin-csi/basin/internal/regfile"
+	"github.com/basin-csi/basin/internal/directio"
 )
 
 // Write-back of fetched blocks, off the reader's critical path. A fetch
@@ -40,13 +38,6 @@ import (
 // with 20,000 cached 128 KiB files read by 8 threads: the first warm pass
 // ran at half the rate of the next ones, reading the whole set back from
 // the disk. The copy costs little next to a small object's round trip.
-
-// directAlign is the alignment O_DIRECT needs of buffers, offsets and
-// lengths: the largest logical block size in use (4 KiB sectors). Direct
-// writes are also page aligned (directOK), so that no page of the page
-// cache spans a block written directly and one read or written through it
-// (which the kernel cannot keep coherent).
-const directAlign = 4096
 
 // publish makes the block's bytes readable by the flight's waiters before
 // they are written to the data file. bp is buf's pooled backing (nil for
@@ -183,7 +174,7 @@ func (o *object) directWriterLocked(f *os.File) (*os.File, error) {
 	}
 	// Reopen the descriptor's own inode (never the path: an install may
 	// have put another file there) for writing, with O_DIRECT.
-	d, err := regfile.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_DIRECT, 0)
+	d, err := directio.Reopen(f, os.O_WRONLY)
 	if err != nil {
 		o.noDirect = true
 		return nil, err
@@ -200,18 +191,11 @@ func (o *object) closeDirect() {
 	}
 }
 
-// directOK reports whether data can be written with O_DIRECT at off.
-func directOK(data []byte, off int64) bool {
-	align := max(directAlign, os.Getpagesize())
-	return len(data) > 0 && len(data)%align == 0 && off%int64(align) == 0 &&
-		uintptr(unsafe.Pointer(unsafe.SliceData(data)))%uintptr(align) == 0
-}
-
 // pwriteBlock writes data at off through o's direct descriptor d when it
 // can, else (or when the direct write is refused) through f. direct
 // reports a direct write: its bytes are not in the page cache.
 func (c *Cache) pwriteBlock(o *object, f, d *os.File, data []byte, off int64) (direct bool, err error) {
-	if d != nil && directOK(data, off) {
+	if d != nil && directio.OK(data, off) {
 		_, err := d.WriteAt(data, off)
 		if !errors.Is(err, unix.EINVAL) {
 			return true, err

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/basin-csi/basin/internal/directio"
 )
 
 // bufPool owns the block buffers of one block size: fetch buffers,
@@ -176,14 +176,12 @@ func (p *bufPool) trimIdle() {
 // mmapMin is the smallest buffer allocated outside the Go heap.
 const mmapMin = 1 << 20
 
-// alloc makes a buffer. Large ones are anonymous mappings: page aligned
-// (O_DIRECT), never scanned or zeroed by the garbage collector, and
-// faulted in at once (MAP_POPULATE) rather than page by page on first
-// touch; with transparent huge pages "always" (not "madvise") in 2 MiB
-// pages.
+// alloc makes a buffer. Large ones come from directio.Alloc (page
+// aligned for O_DIRECT, outside the Go heap); with transparent huge pages
+// "always" (not "madvise") in 2 MiB pages.
 func (p *bufPool) alloc() *[]byte {
 	if p.size >= mmapMin {
-		b, err := unix.Mmap(-1, 0, p.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE|unix.MAP_POPULATE)
+		b, err := directio.Alloc(p.size)
 		if err == nil {
 			return &b
 		}
@@ -195,6 +193,6 @@ func (p *bufPool) alloc() *[]byte {
 // dealloc frees a buffer from alloc that nothing refers to any more.
 func (p *bufPool) dealloc(b *[]byte) {
 	if p.size >= mmapMin {
-		_ = unix.Munmap(*b) // EINVAL for a heap buffer: the GC frees it
+		directio.Free(*b) // EINVAL for a heap buffer: the GC frees it
 	}
 }
