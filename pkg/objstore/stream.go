@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -75,13 +76,30 @@ type PartSink interface {
 	Abort(ctx context.Context)
 }
 
+// PartReader is a stream source that reads a whole part at once into
+// memory it owns (for example with one direct read of the disk), for
+// sources where that is cheaper than the SDK's reads of a section: a
+// signed part's body is read once for its signature, once for its
+// checksum and once to send it. NewPartStream uses it when src has it.
+type PartReader interface {
+	io.ReaderAt
+	// ReadPart returns the n bytes of the source at off, and release,
+	// which the stream calls once the part's upload returned. The bytes
+	// must stay readable memory after release (Go memory, never an
+	// unmapped mapping): an HTTP transport may still read a failed
+	// request's body then. On error the stream reads the part as a
+	// section of the source instead.
+	ReadPart(ctx context.Context, off, n int64) (data []byte, release func(), err error)
+}
+
 // ErrStreamAborted: the stream was aborted before Complete.
 var ErrStreamAborted = errors.New("objstore: stream aborted")
 
 // NewPartStream returns a Stream that cuts src into parts of partSize as
 // it is extended and hands them to sink, at most concurrency at once. The
-// parts read src directly (no buffering): src's final bytes must not
-// change. ctx bounds the whole upload.
+// parts read src directly (no buffering), or through its ReadPart when it
+// is a PartReader: src's final bytes must not change. ctx bounds the
+// whole upload.
 func NewPartStream(ctx context.Context, src io.ReaderAt, sink PartSink, partSize int64, concurrency int) Stream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &partStream{
@@ -159,7 +177,9 @@ func (s *partStream) upload(part int, off, n int64) {
 	<-s.begun
 	err := s.beginErr
 	if err == nil {
-		err = s.sink.Part(s.ctx, part, off, io.NewSectionReader(s.src, off, n))
+		body, release := s.body(off, n)
+		err = s.sink.Part(s.ctx, part, off, body)
+		release()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,6 +195,18 @@ func (s *partStream) upload(part int, off, n int64) {
 		close(s.idle)
 		s.idle = make(chan struct{})
 	}
+}
+
+// body is part [off, off+n)'s body: the bytes src's ReadPart read, or
+// a section of src. release gives a ReadPart buffer back once the part's
+// upload returned.
+func (s *partStream) body(off, n int64) (*io.SectionReader, func()) {
+	if pr, ok := s.src.(PartReader); ok {
+		if data, release, err := pr.ReadPart(s.ctx, off, n); err == nil {
+			return io.NewSectionReader(bytes.NewReader(data), 0, n), release
+		}
+	}
+	return io.NewSectionReader(s.src, off, n), func() {}
 }
 
 func (s *partStream) Complete(ctx context.Context, size int64) (ObjectInfo, error) {

@@ -2,8 +2,11 @@ package objstoretest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
+	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,6 +97,26 @@ func testStream(t *testing.T, h Harness) {
 			t.Errorf("aborted new key: Stat err = %v, want ErrNotFound", err)
 		}
 	})
+
+	t.Run("part reader", func(t *testing.T) {
+		// Every part is read with the source's ReadPart, and its
+		// buffer released once the part went up.
+		src := &partReaderSpy{Reader: bytes.NewReader(data)}
+		streamAll(t, s, "stream/parts", src, data, opts)
+		if reads, released := src.counts(); reads != 4 || released != 4 {
+			t.Errorf("ReadPart called %d times, %d released; want 4 parts, each released", reads, released)
+		}
+	})
+
+	t.Run("part reader fails", func(t *testing.T) {
+		// A failed ReadPart is not the upload's failure: the part is
+		// read as a section of the source.
+		src := &partReaderSpy{Reader: bytes.NewReader(data), fail: true}
+		streamAll(t, s, "stream/parts-failed", src, data, opts)
+		if reads, _ := src.counts(); reads != 4 {
+			t.Errorf("ReadPart called %d times, want 4", reads)
+		}
+	})
 }
 
 // waitSent waits until the stream's store accepted at least n bytes.
@@ -106,4 +129,55 @@ func waitSent(t *testing.T, st objstore.Stream, n int64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// streamAll streams data from src to key and checks the object.
+func streamAll(t *testing.T, s objstore.Store, key string, src io.ReaderAt, data []byte, opts objstore.StreamOptions) {
+	t.Helper()
+	st, err := s.StartStream(t.Context(), key, src, opts)
+	if err != nil {
+		t.Fatalf("StartStream: %v", err)
+	}
+	st.Extend(int64(len(data)))
+	if _, err := st.Complete(t.Context(), int64(len(data))); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	got, _ := mustRead(t, s, key, objstore.ReadOptions{Length: -1})
+	if sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Errorf("read back %d bytes that differ from the %d streamed", len(got), len(data))
+	}
+}
+
+// partReaderSpy is an objstore.PartReader that counts its parts; with
+// fail, every ReadPart fails.
+type partReaderSpy struct {
+	*bytes.Reader
+	fail bool
+
+	mu             sync.Mutex
+	reads, release int
+}
+
+func (p *partReaderSpy) ReadPart(_ context.Context, off, n int64) ([]byte, func(), error) {
+	p.mu.Lock()
+	p.reads++
+	p.mu.Unlock()
+	if p.fail {
+		return nil, nil, errors.New("no part buffer")
+	}
+	buf := make([]byte, n)
+	if _, err := p.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	return buf, func() {
+		p.mu.Lock()
+		p.release++
+		p.mu.Unlock()
+	}, nil
+}
+
+func (p *partReaderSpy) counts() (reads, released int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads, p.release
 }
