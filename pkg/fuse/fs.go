@@ -56,6 +56,9 @@ type FS struct {
 	// the pending ones no node of the tree answers for (settle.go).
 	uploads *uploader
 	acked   ackedKeys
+	// parts holds the parts of the streamed uploads in flight
+	// (stagedsource.go).
+	parts *partPool
 
 	counters counters
 }
@@ -80,6 +83,7 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal), claimLinger: claimNoteLinger}
 	f.root = &dirNode{fsys: f}
 	f.uploads = newUploader(f)
+	f.parts = newPartPool(f.cfg.StreamPartSize, f.cfg.StreamParts)
 	if a, ok := c.(cacheAdapter); ok {
 		a.ReportUploads(f.uploadUsage) // in the usage file, for VolumeCache (pkg/cachestatus)
 	}

@@ -29,6 +29,9 @@ type Stats struct {
 	// reason (then the file is uploaded whole at close).
 	StreamedUploads, StreamedBytes int64
 	StreamFallbacks                map[string]int64
+	// DirectWriteBytes counts bytes appended to streamed files' staged
+	// files with O_DIRECT, past the page cache (stagedsource.go).
+	DirectWriteBytes int64
 	// AbortedUploads counts incomplete multipart uploads a dead process
 	// left in the volume, aborted by this one (orphans.go).
 	AbortedUploads int64
@@ -55,8 +58,8 @@ type counters struct {
 	// kernel honours FOPEN_NOFLUSH (tests check it).
 	readFlushes atomic.Int64
 
-	streams, streamedBytes atomic.Int64
-	fallbacks              [numFallbacks]atomic.Int64
+	streams, streamedBytes, directBytes atomic.Int64
+	fallbacks                           [numFallbacks]atomic.Int64
 
 	abortedUploads atomic.Int64
 	// createConflicts counts async exclusive creates whose first upload
@@ -84,6 +87,7 @@ func (f *FS) Stats() Stats {
 		StreamedUploads:    f.counters.streams.Load(),
 		StreamedBytes:      f.counters.streamedBytes.Load(),
 		StreamFallbacks:    f.counters.fallbackCounts(),
+		DirectWriteBytes:   f.counters.directBytes.Load(),
 		AbortedUploads:     f.counters.abortedUploads.Load(),
 	}
 }

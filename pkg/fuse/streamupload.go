@@ -65,6 +65,7 @@ type upstream struct {
 	// constant
 	st  objstore.Stream
 	key string
+	src *stagedSource // what the stream reads; closed when it ends
 }
 
 // streamThreshold is the size from which a sequentially written file is
@@ -101,14 +102,16 @@ func (w *writeState) startStreamLocked(size int64) {
 	}
 	// The stream outlives the WRITE that starts it: Complete or Abort
 	// ends it.
-	st, err := f.store.StartStream(context.Background(), key, w.file,
+	src := newStagedSource(w.file, f.parts)
+	st, err := f.store.StartStream(context.Background(), key, src,
 		objstore.StreamOptions{PartSize: f.cfg.StreamPartSize, Concurrency: f.cfg.StreamParts})
 	if err != nil {
+		src.close()
 		klog.V(2).InfoS("streamed upload not started; the file is uploaded at close", "volume", f.cfg.VolumeID, "key", key, "err", err)
 		w.seq = false
 		return
 	}
-	w.up = &upstream{st: st, key: key}
+	w.up = &upstream{st: st, key: key, src: src}
 	f.counters.streams.Add(1)
 	st.Extend(size)
 }
@@ -121,6 +124,7 @@ func (w *writeState) stopStreamLocked(why fallback) {
 		return
 	}
 	w.up.st.Abort()
+	w.up.src.close()
 	w.up = nil
 	w.fsys().counters.fallbacks[why].Add(1)
 	klog.V(2).InfoS("streamed upload given up; the file is uploaded at close", "volume", w.fsys().cfg.VolumeID, "reason", why.String())
@@ -146,6 +150,7 @@ func (w *writeState) completeStreamLocked(ctx context.Context, key string, size 
 		w.stopStreamLocked(fallbackError)
 		return objstore.ObjectInfo{}, false
 	}
+	up.src.close()
 	w.up, w.seq = nil, false // what is written after this goes up at close
 	f.counters.streamedBytes.Add(sent)
 	return info, true

@@ -88,6 +88,11 @@ func TestStreamedWrite(t *testing.T) {
 			if st.StreamedUploads != 1 || st.StreamedBytes < 10<<20 {
 				t.Errorf("stats %+v: want 1 streamed upload with at least 10 MiB sent before close", st)
 			}
+			// The 1 MiB appends after the first two parts went past
+			// the page cache (stagedsource.go): 23 MiB of them.
+			if st.DirectWriteBytes < 20<<20 {
+				t.Errorf("%d bytes staged with O_DIRECT, want the appends after the stream started (23 MiB)", st.DirectWriteBytes)
+			}
 			for reason, n := range st.StreamFallbacks {
 				if n != 0 {
 					t.Errorf("fallback %s = %d, want none", reason, n)

@@ -205,7 +205,12 @@ func (w *writeState) write(ctx context.Context, data []byte, off int64) error {
 	}
 	size := w.size.Load()
 	w.content.Lock()
-	_, err := w.file.WriteAt(data, off)
+	var err error
+	if off == size && w.up != nil && w.up.src.writeDirect(data, off) { // stagedsource.go
+		w.fsys().counters.directBytes.Add(int64(len(data)))
+	} else {
+		_, err = w.file.WriteAt(data, off)
+	}
 	end := off + int64(len(data))
 	if err == nil && end > size {
 		w.size.Store(end)

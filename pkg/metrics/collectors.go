@@ -65,6 +65,7 @@ var (
 	descUploadSize      = desc("basin_fuse_upload_bytes_total", "Bytes of files written to the bucket.")
 	descStreams         = desc("basin_fuse_streamed_uploads_total", "Files whose upload started while they were written (a large file written sequentially).")
 	descStreamed        = desc("basin_fuse_streamed_bytes_total", "Bytes of files uploaded while they were written, before their close or fsync.")
+	descDirectWrites    = desc("basin_fuse_direct_write_bytes_total", "Bytes appended to the staged files of streamed uploads with O_DIRECT, past the page cache.")
 	descAborted         = desc("basin_fuse_aborted_uploads_total", "Incomplete multipart uploads a dead process left in the volume (a kill during a large close), aborted so their parts are not billed.")
 	descPendingUploads  = desc("basin_fuse_pending_uploads", "Files whose close was acknowledged and whose upload is pending (uploadMode: async, and the files a dead predecessor acknowledged).")
 	descPendingBytes    = desc("basin_fuse_pending_upload_bytes", "Bytes of the files whose upload is pending.")
@@ -86,7 +87,7 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		descUsed, descCapacity, descObjects, descBuffers, descPinned,
 		descPrefetchObjects, descPrefetchBytes, descPrefetchRead, descPrefetchEvicted,
 		descPTOpens, descUserOpens, descFileOpens, descInodeReads, descReadBytes, descUploads, descUploadSize, descAborted,
-		descStreams, descStreamed, descPendingUploads, descPendingBytes, descUploadFailures, descSyncFallbacks, descRecovered,
+		descStreams, descStreamed, descDirectWrites, descPendingUploads, descPendingBytes, descUploadFailures, descSyncFallbacks, descRecovered,
 		descCreateConflicts} {
 		ch <- d
 	}
@@ -136,6 +137,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descUploadSize, s.UploadBytes)
 		counter(descStreams, s.StreamedUploads)
 		counter(descStreamed, s.StreamedBytes)
+		counter(descDirectWrites, s.DirectWriteBytes)
 		counter(descAborted, s.AbortedUploads)
 		gauge(descPendingUploads, s.PendingUploads)
 		gauge(descPendingBytes, s.PendingUploadBytes)

@@ -22,6 +22,7 @@
 //	basin_fuse_uploads_total, basin_fuse_upload_bytes_total
 //	basin_fuse_streamed_uploads_total, basin_fuse_streamed_bytes_total   uploads started while written
 //	basin_fuse_stream_fallbacks_total{reason}                 rewrite|truncate|unlink|rename|error
+//	basin_fuse_direct_write_bytes_total                       streamed appends staged with O_DIRECT
 //	basin_fuse_pending_uploads, basin_fuse_pending_upload_bytes   acknowledged closes not uploaded (uploadMode: async)
 //	basin_fuse_upload_failures_total                          failed background uploads (retried)
 //	basin_fuse_upload_sync_fallbacks_total                    async closes over the bounds, uploaded synchronously
