@@ -158,3 +158,24 @@ func (s *Server) Kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
 }
+
+// PurgeMinIOTrash removes what a MinIO server with data in dir keeps of
+// deleted objects until it gets round to purging them itself:
+// .minio.sys/tmp/.trash, and .minio.sys/tmp-old, where a start moves the
+// previous server's temporary files. A bench pass writes and deletes
+// gigabytes, and MinIO purged them slower than the next pass needed the
+// room (its disk check then refused the system). Safe while the server
+// runs: nothing it serves lives there.
+func PurgeMinIOTrash(dir string) error {
+	sys := filepath.Join(dir, "data", ".minio.sys")
+	errs := []error{os.RemoveAll(filepath.Join(sys, "tmp-old"))}
+	trash := filepath.Join(sys, "tmp", ".trash")
+	entries, err := os.ReadDir(trash)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(trash, e.Name())))
+	}
+	return errors.Join(errs...)
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +19,8 @@ import (
 func TestMinIO(t *testing.T) {
 	bin := testserver.RequireBinary(t, "minio", testserver.InstallHint)
 	ctx := context.Background()
-	s, err := StartMinIO(ctx, bin, t.TempDir())
+	dir := t.TempDir()
+	s, err := StartMinIO(ctx, bin, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +44,19 @@ func TestMinIO(t *testing.T) {
 	}
 	if info, err := store.Stat(ctx, "k"); err != nil || info.Size != 1 {
 		t.Fatalf("Stat = %+v, %v", info, err)
+	}
+	// Purging the deleted objects of a running server loses nothing it serves.
+	if _, err := store.Put(ctx, "gone", strings.NewReader(strings.Repeat("x", 1<<20)), objstore.PutOptions{Size: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := PurgeMinIOTrash(dir); err != nil {
+		t.Fatalf("PurgeMinIOTrash: %v", err)
+	}
+	if info, err := store.Stat(ctx, "k"); err != nil || info.Size != 1 {
+		t.Fatalf("after the purge: Stat = %+v, %v", info, err)
 	}
 	s.Stop()
 	if _, err := http.Get(s.Endpoint + "/minio/health/live"); err == nil {
@@ -77,5 +93,43 @@ func TestStartFailure(t *testing.T) {
 	_, err := StartMinIO(context.Background(), "/bin/false", t.TempDir())
 	if !errors.Is(err, ErrNotReady) {
 		t.Fatalf("err = %v, want ErrNotReady", err)
+	}
+}
+
+// The purge empties MinIO's trash and its previous temporary files, and
+// nothing else.
+func TestPurgeMinIOTrash(t *testing.T) {
+	dir := t.TempDir()
+	sys := filepath.Join(dir, "data", ".minio.sys")
+	files := map[string]bool{ // path: kept
+		"data/bucket/object/xl.meta":        true,
+		"data/.minio.sys/format.json":       true,
+		"data/.minio.sys/tmp/upload-1":      true,
+		"data/.minio.sys/tmp/.trash/a/part": false,
+		"data/.minio.sys/tmp-old/b/part":    false,
+	}
+	for p := range files {
+		path := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := PurgeMinIOTrash(dir); err != nil {
+		t.Fatal(err)
+	}
+	for p, kept := range files {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		if kept != (err == nil) {
+			t.Errorf("%s: kept %v, want %v (err %v)", p, err == nil, kept, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sys, "tmp", ".trash")); err != nil {
+		t.Errorf("the trash directory itself went: %v", err)
+	}
+	if err := PurgeMinIOTrash(t.TempDir()); err != nil {
+		t.Errorf("a directory MinIO never used: %v", err)
 	}
 }

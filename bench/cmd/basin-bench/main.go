@@ -37,6 +37,7 @@ import (
 	"github.com/basin-csi/basin/bench/report"
 	"github.com/basin-csi/basin/bench/runner"
 	"github.com/basin-csi/basin/bench/scenario"
+	"github.com/basin-csi/basin/bench/servers"
 	"github.com/basin-csi/basin/bench/sut"
 	"github.com/basin-csi/basin/bench/wanproxy"
 )
@@ -191,8 +192,12 @@ func proxyConfig(cfg config) wanproxy.Config {
 
 // cacheDisk is the room on the disk of dir (the caches'): free bytes as
 // statfs's f_bavail (the cache's floor counts the same way), and whether
-// MinIO's data directory is on it.
+// MinIO's data directory is on it. The deleted objects MinIO still keeps
+// are purged first: they are room the next pass has.
 func cacheDisk(dir, minioDir string) (runner.DiskRoom, error) {
+	if err := servers.PurgeMinIOTrash(minioDir); err != nil {
+		return runner.DiskRoom{}, fmt.Errorf("purge MinIO's deleted objects: %w", err)
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return runner.DiskRoom{}, err
