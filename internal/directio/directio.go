@@ -80,3 +80,11 @@ func Buf(n int) []byte {
 	skip := (Align - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(Align))) % Align
 	return b[skip : skip+n : skip+n]
 }
+
+// Drop gives the physical memory of b, from Alloc, back to the system and
+// keeps the mapping: b stays valid memory and reads as zeros until it is
+// written again. For pools whose buffers may still be read by someone
+// late, where Free could make that read fault.
+func Drop(b []byte) {
+	_ = unix.Madvise(b, unix.MADV_DONTNEED)
+}

@@ -83,7 +83,7 @@ func newFS(cfg Config, store objstore.Store, c cacheBackend) (*FS, error) {
 		inodeReads: newInodeReaders(inodeReadersPerInode, inodeReadersTotal), claimLinger: claimNoteLinger}
 	f.root = &dirNode{fsys: f}
 	f.uploads = newUploader(f)
-	f.parts = newPartPool(f.cfg.StreamPartSize, f.cfg.StreamParts)
+	f.parts = newPartPool(f.cfg.StreamPartSize, partSlots(f.cfg.BufferSize, f.cfg.StreamPartSize, f.cfg.StreamParts))
 	if a, ok := c.(cacheAdapter); ok {
 		a.ReportUploads(f.uploadUsage) // in the usage file, for VolumeCache (pkg/cachestatus)
 	}

@@ -7,10 +7,12 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/basin-csi/basin/internal/directio"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // A staged file that is streamed (streamupload.go) bypasses the page
@@ -23,8 +25,9 @@ import (
 //     ends the stream) goes through the page cache as before. The staged
 //     file holds every acknowledged byte either way, for a successor.
 //   - The stream reads each part once, directly, into memory from a
-//     bounded pool (partPool), and the store's SDK signs, checksums and
-//     sends it from there, instead of reading the file three times.
+//     bounded pool (partPool: half of bufferSize), and the store's SDK
+//     signs, checksums and sends it from there, instead of reading the
+//     file three times.
 //   - The cache's install computes its checksums from direct reads too
 //     (cache.Install).
 //
@@ -125,19 +128,40 @@ func (s *stagedSource) close() {
 var errPartTooLarge = errors.New("part larger than the part buffers")
 
 // partPool bounds the memory of the parts in flight: slots buffers of
-// size bytes at most. Buffers are Go memory (an HTTP transport may read a
-// failed part's body after its release), aligned for direct reads, and
-// kept while any part is out; the last one back lets them all go.
+// size bytes at most. They are mappings outside the Go heap (the garbage
+// collector neither scans them nor counts them in its target), aligned
+// for direct reads. A buffer is never unmapped, as an HTTP transport may
+// still read a failed part's body after its release: when no part has
+// been out for idle, the buffers' memory goes back to the system
+// (directio.Drop) and the mappings stay.
 type partPool struct {
+	// constant
 	size  int
+	idle  time.Duration
 	slots chan struct{}
 
-	mu   sync.Mutex
-	free [][]byte // guarded by mu
+	mu sync.Mutex
+	// guarded by mu
+	free  [][]byte // buffers not out
+	out   int      // buffers out
+	trims int      // generation of the idle check; a get or put ends it
 }
 
+// partPoolIdle is how long the part buffers stay after the last part.
+const partPoolIdle = 5 * time.Second
+
 func newPartPool(size int64, slots int) *partPool {
-	return &partPool{size: int(directio.RoundUp(size)), slots: make(chan struct{}, max(slots, 1))}
+	return &partPool{size: int(directio.RoundUp(size)), idle: partPoolIdle, slots: make(chan struct{}, max(slots, 1))}
+}
+
+// partSlots is how many parts of partSize the pool holds: half the
+// mount's buffer memory (bufferSize; the other half is the read path's),
+// at least 2 and at most the parts a stream has in flight.
+func partSlots(bufferSize, partSize int64, streamParts int) int {
+	if bufferSize <= 0 {
+		bufferSize = mountspec.DefaultBufferSize
+	}
+	return int(min(int64(streamParts), max(2, bufferSize/2/max(partSize, 1))))
 }
 
 // get waits for a slot and returns a buffer.
@@ -148,24 +172,46 @@ func (p *partPool) get(ctx context.Context) ([]byte, error) {
 		return nil, ctx.Err()
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trims++
 	if k := len(p.free); k > 0 {
 		b := p.free[k-1]
 		p.free = p.free[:k-1]
-		p.mu.Unlock()
+		p.out++
 		return b, nil
 	}
-	p.mu.Unlock()
-	return directio.Buf(p.size), nil
+	b, err := directio.Alloc(p.size)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	p.out++
+	return b, nil
 }
 
 // put gives a buffer from get back.
 func (p *partPool) put(b []byte) {
 	p.mu.Lock()
-	if len(p.slots) == 1 {
-		p.free = nil // the last one out: nothing is streaming
-	} else {
-		p.free = append(p.free, b[:cap(b)])
+	p.free = append(p.free, b[:cap(b)])
+	p.out--
+	p.trims++
+	if p.out == 0 {
+		gen := p.trims
+		time.AfterFunc(p.idle, func() { p.drop(gen) })
 	}
 	p.mu.Unlock()
 	<-p.slots
+}
+
+// drop gives the free buffers' memory back if nothing was taken or given
+// back since generation gen.
+func (p *partPool) drop(gen int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.trims != gen || p.out != 0 {
+		return
+	}
+	for _, b := range p.free {
+		directio.Drop(b)
+	}
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/basin-csi/basin/internal/directio"
 )
 
-// The part pool never has more than its slots out, and a get waits (within
-// its context) for a put.
+// The part pool never has more than its slots out, a get waits (within
+// its context) for a put, and the buffers' memory goes back once none has
+// been out for the idle time (the mapping stays: they read as zeros).
 func TestPartPoolBound(t *testing.T) {
 	p := newPartPool(5000, 2)
+	p.idle = 20 * time.Millisecond
 	a, err := p.get(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +34,7 @@ func TestPartPoolBound(t *testing.T) {
 	if _, err := p.get(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("third get with two slots: %v, want it to wait until its deadline", err)
 	}
+	a[0] = 7
 	p.put(a)
 	c, err := p.get(t.Context())
 	if err != nil {
@@ -40,10 +43,34 @@ func TestPartPoolBound(t *testing.T) {
 	if &c[0] != &a[0] {
 		t.Errorf("the buffer put back was not reused while another was out")
 	}
+	time.Sleep(5 * p.idle)
+	if c[0] != 7 {
+		t.Errorf("a buffer's memory was dropped while another buffer was out")
+	}
 	p.put(b)
 	p.put(c)
-	if len(p.free) != 0 || len(p.slots) != 0 {
-		t.Errorf("after the last put: %d free buffers, %d slots taken; want none kept", len(p.free), len(p.slots))
+	for deadline := time.Now().Add(10 * time.Second); c[0] != 0; time.Sleep(p.idle) {
+		if time.Now().After(deadline) {
+			t.Fatal("the buffers' memory was not given back after the last part")
+		}
+	}
+	if len(p.free) != 2 || p.out != 0 || len(p.slots) != 0 {
+		t.Errorf("after the last put: %d free buffers, %d out, %d slots taken; want the 2 mappings kept, none out", len(p.free), p.out, len(p.slots))
+	}
+}
+
+func TestPartSlots(t *testing.T) {
+	for _, tc := range []struct {
+		buffer, part int64
+		parts, want  int
+	}{
+		{0, 8 << 20, 16, 8},          // the default bufferSize, 128Mi: half of it
+		{512 << 20, 8 << 20, 16, 16}, // at most the parts in flight
+		{16 << 20, 8 << 20, 16, 2},   // at least 2
+	} {
+		if got := partSlots(tc.buffer, tc.part, tc.parts); got != tc.want {
+			t.Errorf("partSlots(%d, %d, %d) = %d, want %d", tc.buffer, tc.part, tc.parts, got, tc.want)
+		}
 	}
 }
 
