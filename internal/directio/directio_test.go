@@ -91,5 +91,9 @@ func TestAllocFree(t *testing.T) {
 		t.Errorf("Alloc: len %d aligned %v", len(b), OK(b, 0))
 	}
 	b[len(b)-1] = 1
+	Drop(b) // the memory goes, the mapping stays
+	if b[len(b)-1] != 0 {
+		t.Errorf("after Drop the buffer reads %d, want 0", b[len(b)-1])
+	}
 	Free(b)
 }
