@@ -49,9 +49,14 @@ type stagedSource struct {
 }
 
 // newStagedSource opens file's direct descriptor. Without one it still
-// serves parts, through the page cache.
-func newStagedSource(file *os.File, parts *partPool) *stagedSource {
+// serves parts, through the page cache. Parts of partSize must start on a
+// page: a part read through the page cache that ends inside a page would
+// cache that page while the rest of it is still to be written directly.
+func newStagedSource(file *os.File, parts *partPool, partSize int64) *stagedSource {
 	s := &stagedSource{file: file, parts: parts}
+	if partSize%int64(directio.Align) != 0 {
+		return s
+	}
 	if d, err := directio.Reopen(file, os.O_RDWR); err == nil {
 		s.direct = d
 	}

@@ -83,10 +83,13 @@ func TestStagedSourceWritesAndParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = file.Close() }()
-	s := newStagedSource(file, newPartPool(64<<10, 2))
+	s := newStagedSource(file, newPartPool(64<<10, 2), 32<<10)
 	defer s.close()
 	if s.direct == nil {
 		t.Fatal("no direct descriptor: the test directory's file system must allow O_DIRECT, as the cache's does")
+	}
+	if odd := newStagedSource(file, newPartPool(64<<10, 2), 5000); odd.direct != nil {
+		t.Error("parts of 5000 bytes (not whole pages) and direct writes")
 	}
 	data := randomBytes(48<<10+100, 3)
 	if !s.writeDirect(data[:32<<10], 0) {

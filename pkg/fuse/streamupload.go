@@ -102,7 +102,7 @@ func (w *writeState) startStreamLocked(size int64) {
 	}
 	// The stream outlives the WRITE that starts it: Complete or Abort
 	// ends it.
-	src := newStagedSource(w.file, f.parts)
+	src := newStagedSource(w.file, f.parts, f.cfg.StreamPartSize)
 	st, err := f.store.StartStream(context.Background(), key, src,
 		objstore.StreamOptions{PartSize: f.cfg.StreamPartSize, Concurrency: f.cfg.StreamParts})
 	if err != nil {

@@ -85,8 +85,8 @@ type PartReader interface {
 	io.ReaderAt
 	// ReadPart returns the n bytes of the source at off, and release,
 	// which the stream calls once the part's upload returned. The bytes
-	// must stay readable memory after release (Go memory, never an
-	// unmapped mapping): an HTTP transport may still read a failed
+	// must stay readable memory after release (Go memory, or a mapping
+	// that is never unmapped): an HTTP transport may still read a failed
 	// request's body then. On error the stream reads the part as a
 	// section of the source instead.
 	ReadPart(ctx context.Context, off, n int64) (data []byte, release func(), err error)
