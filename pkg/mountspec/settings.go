@@ -388,7 +388,7 @@ func (p problems) Is(target error) bool { return target == ErrInvalid }
 // [MinBufferSize, MaxBufferSize]; 0 only in a hand-off of an older
 // release, which had no such setting (the default then).
 func bufferSizeSetting() setting {
-	st := sizeSetting(KeyBufferSize, "memory for the cache's block buffers: GETs in flight and blocks read ahead (`quantity`; a cold sequential read needs about its rate times one GET's duration)",
+	st := sizeSetting(KeyBufferSize, "memory for the cache's block buffers: GETs in flight and blocks read ahead; half of it bounds the parts of a streamed upload (`quantity`; a cold sequential read needs about its rate times one GET's duration)",
 		func(s *Spec) *int64 { return &s.BufferSize }, MinBufferSize, 1, MaxBufferSize)
 	check, parse := st.check, st.parse
 	st.check = func(s Spec) error {

@@ -67,8 +67,9 @@ type Spec struct {
 	// so fetched that no reader opened since.
 	Prefetch       bool  `json:"prefetch"`
 	PrefetchBudget int64 `json:"prefetchBudget"`
-	// BufferSize bounds the bytes of the cache's block buffers (0 in a
-	// hand-off of an older release: DefaultBufferSize).
+	// BufferSize bounds the bytes of the cache's block buffers, and half
+	// of it those of a streamed upload's parts (0 in a hand-off of an
+	// older release: DefaultBufferSize).
 	BufferSize int64 `json:"bufferSize,omitempty"`
 	// OpTimeout bounds the bucket requests of one file system operation.
 	OpTimeout time.Duration `json:"opTimeout"`
