@@ -24,7 +24,9 @@
 package directio
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"unsafe"
 
@@ -50,6 +52,29 @@ func RoundUp(n int64) int64 {
 	a := int64(Align)
 	return (n + a - 1) / a * a
 }
+
+// ReadAt reads n bytes at off of d, a descriptor from Reopen, into the
+// start of buf with one direct read of whole pages (buf holds them: n
+// rounded up to Align). An error means it could not: buf too small or
+// unaligned (ErrUnaligned), a short read, or the read's own error, such
+// as EINVAL from a file system that refuses direct reads.
+func ReadAt(d *os.File, buf []byte, off, n int64) error {
+	rn := RoundUp(n)
+	if rn > int64(len(buf)) || !OK(buf[:rn], off) {
+		return ErrUnaligned
+	}
+	got, err := d.ReadAt(buf[:rn], off)
+	switch {
+	case int64(got) >= n:
+		return nil // the end of the file may come before the page's
+	case err == nil || errors.Is(err, io.EOF):
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// ErrUnaligned: the buffer or offset does not suit direct I/O.
+var ErrUnaligned = errors.New("directio: buffer or offset not aligned")
 
 // Reopen opens f's inode again with flag (os.O_RDONLY, os.O_WRONLY or
 // os.O_RDWR) and O_DIRECT. It fails where the file system refuses direct

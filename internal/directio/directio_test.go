@@ -80,6 +80,18 @@ func TestReopenRoundTrip(t *testing.T) {
 	if !bytes.Equal(back[:n], want) {
 		t.Errorf("direct read got %d bytes, want the %d written (direct then buffered)", n, len(want))
 	}
+	// ReadAt: a part ending inside the last page, one past the end, and
+	// an unaligned buffer.
+	part := Buf(3 * Align)
+	if err := ReadAt(d, part, int64(Align), int64(Align+len(tail))); err != nil || !bytes.Equal(part[:Align+len(tail)], want[Align:]) {
+		t.Errorf("ReadAt of the last page and the tail: %v, equal %v", err, bytes.Equal(part[:Align+len(tail)], want[Align:]))
+	}
+	if err := ReadAt(d, part, 0, int64(len(want)+1)); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("ReadAt past the end: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if err := ReadAt(d, part[1:], 0, 10); !errors.Is(err, ErrUnaligned) {
+		t.Errorf("ReadAt into an unaligned buffer: %v, want ErrUnaligned", err)
+	}
 }
 
 func TestAllocFree(t *testing.T) {

@@ -160,7 +160,7 @@ func (c *Cache) checksumFile(ctx context.Context, o *object, f *os.File) error {
 		}
 		off, n := int64(b)*o.bs, o.blockLen(b)
 		buf := (*bp)[:n]
-		if d != nil && readDirect(d, *bp, off, n) {
+		if d != nil && directio.ReadAt(d, *bp, off, n) == nil {
 			o.crcs[b] = blockCRC(buf)
 			continue
 		}
@@ -171,18 +171,6 @@ func (c *Cache) checksumFile(ctx context.Context, o *object, f *os.File) error {
 		o.crcs[b] = blockCRC(buf)
 	}
 	return nil
-}
-
-// readDirect reads n bytes at off of d into buf's start with one direct
-// read of whole pages. false: it could not (an unaligned buffer, a short
-// read, a refusal), and the caller reads through the page cache instead.
-func readDirect(d *os.File, buf []byte, off, n int64) bool {
-	rn := directio.RoundUp(n)
-	if rn > int64(len(buf)) || !directio.OK(buf[:rn], off) {
-		return false
-	}
-	got, err := d.ReadAt(buf[:rn], off)
-	return int64(got) >= n && (err == nil || errors.Is(err, io.EOF))
 }
 
 // dropRecordFileLocked deletes the data file of key's indexed version, if

@@ -90,6 +90,9 @@ func (c Config) withDefaults() Config {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
 	}
+	if c.BufferSize == 0 { // a hand-off of an older release, or a test
+		c.BufferSize = mountspec.DefaultBufferSize
+	}
 	if c.StreamPartSize == 0 {
 		c.StreamPartSize = DefaultStreamPartSize
 	}

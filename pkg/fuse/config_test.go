@@ -26,6 +26,9 @@ func TestConfigReadsTheSpec(t *testing.T) {
 		t.Errorf("read-only %v, uid %d (want %d), gid %d (want 7), file mode %o (want %o)",
 			c.ReadOnly, c.UID, os.Geteuid(), c.GID, c.FileMode, DefaultFileMode)
 	}
+	if (Config{}).withDefaults().BufferSize != mountspec.DefaultBufferSize {
+		t.Errorf("a config without bufferSize (an older hand-off) defaults to %d, want %d", (Config{}).withDefaults().BufferSize, mountspec.DefaultBufferSize)
+	}
 	if c.ReadAhead != spec.ReadAhead || c.MetadataTTL != spec.MetadataTTL {
 		t.Errorf("read-ahead %d, metadata TTL %v; want the spec's %d, %v", c.ReadAhead, c.MetadataTTL, spec.ReadAhead, spec.MetadataTTL)
 	}

@@ -3,7 +3,6 @@ package fuse
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/basin-csi/basin/internal/directio"
-	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // A staged file that is streamed (streamupload.go) bypasses the page
@@ -78,9 +76,9 @@ func (s *stagedSource) ReadPart(ctx context.Context, off, n int64) ([]byte, func
 		release()
 		return nil, nil, errPartTooLarge
 	}
-	if rn := directio.RoundUp(n); s.direct != nil && !s.noDirect.Load() && rn <= int64(len(buf)) && directio.OK(buf[:rn], off) {
-		got, err := s.direct.ReadAt(buf[:rn], off)
-		if int64(got) >= n && (err == nil || errors.Is(err, io.EOF)) {
+	if s.direct != nil && !s.noDirect.Load() {
+		err := directio.ReadAt(s.direct, buf, off, n)
+		if err == nil {
 			return buf[:n], release, nil
 		}
 		s.refused(err)
@@ -163,9 +161,6 @@ func newPartPool(size int64, slots int) *partPool {
 // mount's buffer memory (bufferSize; the other half is the read path's),
 // at least 2 and at most the parts a stream has in flight.
 func partSlots(bufferSize, partSize int64, streamParts int) int {
-	if bufferSize <= 0 {
-		bufferSize = mountspec.DefaultBufferSize
-	}
 	return int(min(int64(streamParts), max(2, bufferSize/2/max(partSize, 1))))
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/basin-csi/basin/internal/directio"
+	"github.com/basin-csi/basin/pkg/mountspec"
 )
 
 // The part pool never has more than its slots out, a get waits (within
@@ -64,9 +65,9 @@ func TestPartSlots(t *testing.T) {
 		buffer, part int64
 		parts, want  int
 	}{
-		{0, 8 << 20, 16, 8},          // the default bufferSize, 128Mi: half of it
-		{512 << 20, 8 << 20, 16, 16}, // at most the parts in flight
-		{16 << 20, 8 << 20, 16, 2},   // at least 2
+		{mountspec.DefaultBufferSize, 8 << 20, 16, 8}, // 128Mi: half of it
+		{512 << 20, 8 << 20, 16, 16},                  // at most the parts in flight
+		{16 << 20, 8 << 20, 16, 2},                    // at least 2
 	} {
 		if got := partSlots(tc.buffer, tc.part, tc.parts); got != tc.want {
 			t.Errorf("partSlots(%d, %d, %d) = %d, want %d", tc.buffer, tc.part, tc.parts, got, tc.want)
