@@ -23,7 +23,10 @@ func writeCPU(b *bufio.Writer, r *Report) {
 	fmt.Fprintf(b, "CPU time (user + system from `/proc/<pid>/stat`, live children and waited-for children included) "+
 		"used during each phase, as **ms per file · ms per GB** (per entry for the walk): first the file system's "+
 		"process (the direct client's own process), then, after \"store\", the object-store server's (MinIO; "+
-		"fake-gcs-server for gcsfuse). Resolution 10 ms per process and phase.\n\n")
+		"fake-gcs-server for gcsfuse). After \"machine\", the busy time of every core of the machine (`/proc/stat`: "+
+		"every process and the kernel, the reader, the store and the WAN emulator included) and how busy the cores were: "+
+		"a phase near 100 %% is bound by this machine's CPU, and its rate ÷ that share is the most the whole chain "+
+		"could reach here. Resolution 10 ms per process and phase.\n\n")
 	fmt.Fprintf(b, "| Scenario | Phase | %s |\n|---|---|%s\n", strings.Join(systems, " | "), strings.Repeat("--:|", len(systems)))
 	for _, row := range r.Rows {
 		cells := make([]string, 0, len(systems))
@@ -45,6 +48,9 @@ func cpuText(c Cell) string {
 	}
 	if c.CPU.Store != nil {
 		parts = append(parts, "store "+perUnit(*c.CPU.Store, c))
+	}
+	if m, t := c.CPU.Machine, c.CPU.MachineTotal; m != nil && t != nil && *t > 0 {
+		parts = append(parts, fmt.Sprintf("machine %s (%.0f %% busy)", perUnit(*m, c), 100*float64(*m)/float64(*t)))
 	}
 	if len(parts) == 0 {
 		return "–"

@@ -64,6 +64,13 @@ type CPU struct {
 	// Store is the object-store server's (MinIO, fake-gcs-server), nil
 	// when it does not run on this machine.
 	Store *time.Duration `json:"store_ns,omitempty"`
+	// Machine is the busy time of every core of the machine (every
+	// process and the kernel: the reader, the store, the WAN emulator);
+	// MachineTotal is the cores' wall-clock time. Machine ÷ MachineTotal
+	// is how busy the cores were, and the phase's rate ÷ that share is
+	// the most the whole chain could reach on these cores.
+	Machine      *time.Duration `json:"machine_ns,omitempty"`
+	MachineTotal *time.Duration `json:"machine_total_ns,omitempty"`
 }
 
 // Row is one phase of one scenario.

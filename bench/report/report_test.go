@@ -161,13 +161,14 @@ func TestFormatting(t *testing.T) {
 
 // TestDirectAndCPU: with a direct client, the table has Basin ÷ direct
 // (the direct client is not a peer), the cell's detail is shown, and the
-// CPU table gives ms per file and per GB of each process.
+// CPU table gives ms per file and per GB of each process and of the
+// whole machine, with how busy its cores were.
 func TestDirectAndCPU(t *testing.T) {
 	r := sample()
 	r.Systems = append(r.Systems[:3], System{Name: Direct}, r.Systems[3])
 	ms := func(n int) *time.Duration { d := time.Duration(n) * time.Millisecond; return &d }
 	r.Rows[0].Cells[Basin] = Cell{Status: OK, Measure: scenario.Measure{Files: 900, Bytes: 2e9, Elapsed: time.Second},
-		CPU: CPU{System: ms(450), Store: ms(90)}}
+		CPU: CPU{System: ms(450), Store: ms(90), Machine: ms(1800), MachineTotal: ms(2000)}}
 	r.Rows[0].Cells[Direct] = Cell{Status: OK, Measure: scenario.Measure{Files: 1800, Elapsed: time.Second}, CPU: CPU{System: ms(180)},
 		Detail: "best of widths 8, 16"}
 	var b bytes.Buffer
@@ -180,8 +181,8 @@ func TestDirectAndCPU(t *testing.T) {
 		"| 0.50× |\n",    // Basin 900 files/s ÷ direct 1,800
 		"20× (rclone) |", // the direct client is no peer
 		"direct, small-file epoch cold: best of widths 8, 16",
-		"| 0.50 · 225<br>store 0.10 · 45.0 |", // Basin: 450 ms / 900 files, / 2 GB; the store's
-		"| 0.10 · – |",                        // direct: no bytes counted
+		"| 0.50 · 225<br>store 0.10 · 45.0<br>machine 2.00 · 900 (90 % busy) |", // Basin: 450 ms / 900 files, / 2 GB; the store's; the machine's 1.8 s of 2
+		"| 0.10 · – |", // direct: no bytes counted
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -7,10 +7,12 @@ import (
 	"github.com/basin-csi/basin/bench/sut"
 )
 
-// cpuMark is the CPU time used so far by the system's process and by its
-// store's server; a phase's cost is the difference of two marks.
+// cpuMark is the CPU time used so far by the system's process, by its
+// store's server and by the whole machine; a phase's cost is the
+// difference of two marks.
 type cpuMark struct {
-	system, store *time.Duration
+	system, store  *time.Duration
+	machine, total *time.Duration
 }
 
 func (s *session) cpuMark() cpuMark {
@@ -19,13 +21,17 @@ func (s *session) cpuMark() cpuMark {
 	if s.r.hooks.StorePID != nil {
 		m.store = processCPU(s.r.hooks.StorePID(s.sys.Backend()))
 	}
+	if t, err := sut.MachineCPU(); err == nil {
+		m.machine, m.total = &t.Busy, &t.Total
+	}
 	return m
 }
 
 // since is the CPU time used from m until now; a side that has no
 // process (or lost it) stays nil.
 func (m cpuMark) since(now cpuMark) report.CPU {
-	return report.CPU{System: delta(m.system, now.system), Store: delta(m.store, now.store)}
+	return report.CPU{System: delta(m.system, now.system), Store: delta(m.store, now.store),
+		Machine: delta(m.machine, now.machine), MachineTotal: delta(m.total, now.total)}
 }
 
 func delta(before, after *time.Duration) *time.Duration {

@@ -96,3 +96,45 @@ func descendants(pid int) []int {
 	}
 	return out
 }
+
+// MachineTimes is the CPU time of every core of the machine so far, from
+// the "cpu" line of /proc/stat.
+type MachineTimes struct {
+	// Busy is user, nice, system, irq and softirq time (guests are in
+	// user): every process's and the kernel's work.
+	Busy time.Duration
+	// Total is Busy with the idle, iowait and steal time: the cores'
+	// wall-clock time.
+	Total time.Duration
+}
+
+// MachineCPU reads the machine's CPU times from /proc/stat.
+func MachineCPU() (MachineTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return MachineTimes{}, err
+	}
+	return parseMachineStat(string(b))
+}
+
+// parseMachineStat reads the first line of /proc/stat, "cpu user nice
+// system idle iowait irq softirq steal ...".
+func parseMachineStat(s string) (MachineTimes, error) {
+	line, _, _ := strings.Cut(s, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return MachineTimes{}, fmt.Errorf("sut: odd /proc/stat line %q", line)
+	}
+	var v [8]int64
+	for i := range v {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return MachineTimes{}, fmt.Errorf("sut: /proc/stat: %w", err)
+		}
+		v[i] = n
+	}
+	user, nice, system, idle, iowait, irq, softirq, steal := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+	busy := user + nice + system + irq + softirq
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
+	return MachineTimes{Busy: tick(busy), Total: tick(busy + idle + iowait + steal)}, nil
+}

@@ -49,3 +49,36 @@ func TestProcessCPUCountsChildren(t *testing.T) {
 		t.Error("pid 0 accepted")
 	}
 }
+
+func TestParseMachineStat(t *testing.T) {
+	// user 100, nice 1, system 50, idle 300, iowait 40, irq 2, softirq 7, steal 5, guest 9 (in user).
+	got, err := parseMachineStat("cpu  100 1 50 300 40 2 7 5 9 0\ncpu0 50 0 25 150 20 1 3 2 4 0\n")
+	want := MachineTimes{Busy: 1600 * time.Millisecond, Total: 5050 * time.Millisecond}
+	if err != nil || got != want {
+		t.Fatalf("= %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8"} {
+		if _, err := parseMachineStat(bad); err == nil {
+			t.Errorf("parseMachineStat(%q) accepted", bad)
+		}
+	}
+}
+
+// TestMachineCPUMoves: the machine's busy time grows while this process
+// spins, and never passes its wall-clock total.
+func TestMachineCPUMoves(t *testing.T) {
+	before, err := MachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+	}
+	after, err := MachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, total := after.Busy-before.Busy, after.Total-before.Total
+	if busy < 100*time.Millisecond || busy > total {
+		t.Fatalf("busy %v of %v across a 300 ms spin", busy, total)
+	}
+}
