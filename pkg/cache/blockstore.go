@@ -212,12 +212,23 @@ func (c *Cache) putBuf(o *object, bp *[]byte) {
 	}
 }
 
+// blockSource is where a stored block came from: a block fetched from the
+// bucket is offered to the shared cache tier, one read from the tier is not.
+type blockSource bool
+
+const (
+	fromBucket blockSource = true
+	fromTier   blockSource = false
+)
+
 // storeBlock writes a fetched block with its CRC, published on its
-// flight, to the data file, releases one pin of o (the write's) and
-// completes the flight. A block written with O_DIRECT keeps its buffer for
-// the reader to come (writeback_kept.go); one that cannot be cached keeps
-// its bytes on the flight for its waiters.
-func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, crc uint32) {
+// flight, to the data file, offers it to the tier (from the bucket),
+// releases one pin of o (the write's) and completes the flight. The offer
+// comes first, so that once a reader saw its flights done (a handle's
+// Close) the tier counts the upload queued. A block written with O_DIRECT
+// keeps its buffer for the reader to come (writeback_kept.go); one that
+// cannot be cached keeps its bytes on the flight for its waiters.
+func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, crc uint32, src blockSource) {
 	ok, kept := c.writeBlock(o, b, buf, crc, f)
 	switch {
 	case kept:
@@ -230,6 +241,9 @@ func (c *Cache) storeBlock(o *object, b int, f *flight, buf []byte, crc uint32) 
 			o.uncached, o.uncachedBlock = f, b
 			o.mu.Unlock()
 		}
+	}
+	if src == fromBucket {
+		c.offerTier(o, b, crc)
 	}
 	c.unpin(o)
 	c.complete(o, b, f, nil)

@@ -424,8 +424,7 @@ func (c *Cache) fetchRange(o *object, j job) {
 			o.addPin() // the write's own; the last one takes the job's
 		}
 		writes.Go(func() {
-			c.storeBlock(o, b, f, buf, crc)
-			c.offerTier(o, b, crc)
+			c.storeBlock(o, b, f, buf, crc, fromBucket)
 		})
 	}
 }
@@ -478,8 +477,7 @@ func (c *Cache) fetchEarly(o *object, j job) {
 	}
 	crc := blockCRC(buf)
 	f.publish(buf, bp)
-	c.storeBlock(o, b, f, buf, crc)
-	c.offerTier(o, b, crc)
+	c.storeBlock(o, b, f, buf, crc, fromBucket)
 }
 
 // readFull fills p with o's bytes at off by one GET that takes no fetch
@@ -539,8 +537,7 @@ func (c *Cache) fetchParts(o *object, j job) {
 	}
 	crc := blockCRC(buf)
 	j.flights[0].publish(buf, bp)
-	c.storeBlock(o, b, j.flights[0], buf, crc)
-	c.offerTier(o, b, crc)
+	c.storeBlock(o, b, j.flights[0], buf, crc, fromBucket)
 }
 
 func fetchErr(c *Cache, o *object, err error) error {

@@ -53,7 +53,7 @@ func (c *Cache) fetchTier(o *object, j job) job {
 		if len(j.flights) > 0 {
 			o.addPin() // the write's own; the last one takes the job's
 		}
-		c.storeBlock(o, b, f, buf, crcs[0])
+		c.storeBlock(o, b, f, buf, crcs[0], fromTier)
 		if stale {
 			c.sendTier(o, b, 1, crcs, true)
 		}
@@ -93,13 +93,13 @@ func (c *Cache) fetchTierWhole(o *object, j job) job {
 		if i < len(j.flights)-1 {
 			o.addPin()
 		}
-		c.storeBlock(o, j.b0+i, f, bufs[i], crcs[i])
+		c.storeBlock(o, j.b0+i, f, bufs[i], crcs[i], fromTier)
 	}
 	return job{}
 }
 
-// offerTier offers block b of o, just fetched from the bucket (crc its
-// CRC32C) and given to storeBlock, to the tier: a large object's block
+// offerTier offers block b of o, fetched from the bucket and just written
+// by storeBlock (crc its CRC32C), to the tier: a large object's block
 // once it is in the data file; a small object whole, once its last block
 // is. The upload reads the bytes back from the data file later (and
 // checks them against the CRC32Cs), so the queue holds no block in
